@@ -1,0 +1,52 @@
+/**
+ * The ScriptedModel's script format: JSON-serialisable, so tests, demos and benchmarks
+ * describe model behaviour as data. See docs/concepts/scripted-model.md.
+ *
+ * For each model call the rules are tried in order; the first whose `when` matches wins.
+ * `when` is matched against the latest entry of the calling actor's view of the mailbox:
+ * the user's message, a tool result, a handoff, or a nudge/rejection.
+ */
+export interface ModelScript {
+  rules: ScriptRule[];
+  /** Used when no rule matches (default: an error respond() call naming the miss). */
+  fallback?: ScriptResponse;
+}
+
+export interface ScriptRule {
+  /** Optional label, reported in errors and replay diffs. */
+  id?: string;
+  when?: ScriptMatch;
+  /** The rule may fire at most this many times in the model's lifetime. */
+  times?: number;
+  respond: ScriptResponse;
+}
+
+export interface ScriptMatch {
+  /** Calling actor's name. */
+  actor?: string;
+  /** Kind of the latest entry: 'user' | 'tool_result' | 'handoff' | 'rejection' | 'nudge' | 'any' (default). */
+  on?: 'user' | 'tool_result' | 'handoff' | 'rejection' | 'nudge' | 'any';
+  /** Regex (case-insensitive) tested against the latest entry's text (user text, tool result content). */
+  text?: string;
+  /** For `on: 'tool_result'`: the tool whose result it is. */
+  tool?: string;
+  /** 0-based index of this model call within the turn. */
+  call?: number;
+}
+
+/** One model response. Strings in inputs may use `$1`..`$9` for the match's capture groups and `$user` for the turn's user text. */
+export interface ScriptResponse {
+  blocks: ScriptBlock[];
+  /** Default 'tool_use' when a tool_use block is present, else 'end_turn'. */
+  stopReason?: 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal';
+  /** Split each tool_use input JSON into chunks of this many characters (streams part.delta). */
+  chunkSize?: number;
+  usage?: { inputTokens: number; outputTokens: number };
+  /** Throw a ModelError with this code instead of answering (error paths). */
+  fail?: { code: string; message: string; retryable?: boolean };
+}
+
+export type ScriptBlock =
+  | { type: 'tool_use'; name: string; input: Record<string, unknown>; id?: string }
+  | { type: 'text'; text: string }
+  | { type: 'thinking'; thinking: string; signature?: string };

@@ -1,0 +1,240 @@
+/**
+ * Registry contracts. Every registry belongs to one runtime instance (never a module global).
+ * Implementations: part-types.ts, turn-states.ts, tools.ts, actors.ts; `createRegistries()` in index.ts.
+ */
+import type { ApprovalDecision, PolicyResult, Principal, Routing, Scope } from '../types.js';
+
+/* ------------------------------------------------------------------ part types */
+
+/** What a delivery class or channel does with a part. */
+export type DeliveryRule = 'deliver' | 'drop' | 'attach' | 'render-as-text';
+export type DeliveryClass = 'streaming' | 'buffered';
+/** Channel kinds spec 001 names a rule for. */
+export type ChannelKind = 'email' | 'sms' | 'whatsapp' | 'webhook';
+
+export interface PartTypeMeta {
+  description: string;
+  /** Flushed at once to streaming transports (ack, thinking, progress). */
+  streamingPreferred: boolean;
+  /** Carries data that is assembled into the envelope. */
+  dataBearing: boolean;
+  /** Per delivery class. */
+  delivery: Record<DeliveryClass, DeliveryRule>;
+  /** Per channel kind, where spec 001 names one; falls back to `delivery.buffered`. */
+  channels?: Partial<Record<ChannelKind, DeliveryRule>>;
+  /** Whether the part belongs to the settled envelope. */
+  inEnvelope: boolean;
+  /** Whether a model may emit it through respond() (approval-request/-response: never). */
+  modelEmittable: boolean;
+  /** 'text' parts carry `text`, 'data' parts carry `data`, 'either' accepts one of them. */
+  carries: 'text' | 'data' | 'either';
+  serialisation?: 'json' | 'text' | 'base64';
+}
+
+export interface PartTypeDefinition {
+  id: string;
+  isCanonical: boolean;
+  meta: PartTypeMeta;
+}
+
+export interface PartTypeRegistryApi {
+  /** Consumer registration. Duplicate ids and canonical ids are errors naming the id. */
+  register(def: { id: string; meta: PartTypeMeta }): PartTypeDefinition;
+  get(id: string): PartTypeDefinition | undefined;
+  has(id: string): boolean;
+  list(): readonly PartTypeDefinition[];
+  ids(): readonly string[];
+  /** The rule for a part type on a delivery class, or on a channel kind (falling back to buffered). */
+  deliveryFor(id: string, target: DeliveryClass | ChannelKind): DeliveryRule;
+}
+
+/* ------------------------------------------------------------------ turn states */
+
+export interface TurnStateMeta {
+  description: string;
+  /** The turn ends here (complete, clarifying, error). */
+  isTerminal: boolean;
+  /** Entering it settles an envelope (complete). */
+  emitsEnvelope: boolean;
+  /** The turn stays open with the actor held until an injection resumes it (suspended, delegated). */
+  holdsActor: boolean;
+  /** Hands the turn to another actor (passed). */
+  handsOff?: boolean;
+  /** The injection kind that resumes a held state, e.g. 'approval-response', 'peer-envelope'. */
+  resumeOn?: string;
+  requires?: {
+    /** `passTo` must be present (passed). */
+    passTo?: boolean;
+    /** At least one part of each listed type must be present (clarifying: clarify). */
+    partTypes?: string[];
+    /** None of these part types may be present (clarifying: response). */
+    forbidsPartTypes?: string[];
+  };
+}
+
+export interface TurnStateDefinition {
+  id: string;
+  isCanonical: boolean;
+  meta: TurnStateMeta;
+}
+
+export interface TurnStateRegistryApi {
+  /**
+   * Consumer registration. A valid name (not `idle`, `turn`, or another reserved machine node),
+   * and it must be terminal, or hold the actor with a named `resumeOn`, or hand off.
+   */
+  register(def: { id: string; meta: TurnStateMeta }): TurnStateDefinition;
+  get(id: string): TurnStateDefinition | undefined;
+  has(id: string): boolean;
+  list(): readonly TurnStateDefinition[];
+  ids(): readonly string[];
+}
+
+/* ------------------------------------------------------------------ tools */
+
+/** What a tool handler receives besides its arguments (spec 002 "The context argument"). */
+export interface ToolContext {
+  actorName: string;
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  userId?: string;
+  personId?: string;
+  tenantId?: string;
+  /** Populated for calls resumed after approval. */
+  approvalDecision?: { approvalId: string; decision: ApprovalDecision; by: Principal; via: string; reason?: string };
+  signal: AbortSignal;
+}
+
+export type ToolHandler<A = any, R = unknown> = (args: A, ctx: ToolContext) => R | Promise<R>;
+
+/** Context an approval policy sees (pinned: nothing else is reachable). */
+export interface PolicyContext {
+  actor: string;
+  session: { id: string; tenantId?: string };
+  turn: { id: string };
+  user: Record<string, unknown>;
+  tenant: { id?: string };
+}
+
+export type ApprovalVerdict = { decision: 'approve' | 'deny' | 'ask'; reason?: string };
+export type ApprovalHandler = (args: unknown, ctx: PolicyContext) => ApprovalVerdict | Promise<ApprovalVerdict>;
+export type ApprovalPolicy = boolean | { autoApproveIf: string; allowStandingApproval?: boolean } | ApprovalHandler;
+
+interface ToolDefinitionCommon<A = any, R = unknown> {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  outputSchema?: Record<string, unknown>;
+  handler: ToolHandler<A, R>;
+  requiresApproval?: ApprovalPolicy;
+  /** Whether a standing approval (AAP `trust: true`) may pre-approve this tool. Default true. */
+  allowStandingApproval?: boolean;
+  tags?: string[];
+}
+
+export type GeneralistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
+  scope: 'generalist';
+  routing?: 'routed';
+  peerExposed?: boolean;
+};
+export type RoutedSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
+  scope: 'specialist';
+  routing?: 'routed';
+  justification: string;
+};
+export type BypassSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
+  scope: 'specialist';
+  routing: 'bypass';
+  bypassRouting: { reason: string };
+  justification: string;
+};
+export type ToolDefinition<A = any, R = unknown> =
+  | GeneralistToolDefinition<A, R>
+  | RoutedSpecialistToolDefinition<A, R>
+  | BypassSpecialistToolDefinition<A, R>;
+
+/** A problem found by schema or semantic validation, with its JSON path. */
+export interface Violation {
+  /** JSON Pointer-ish path such as `/parts/0/metadata/partType` ('' for the root). */
+  path: string;
+  /** The rule id, e.g. `respond:passTo:requires-passed` or `schema:required`. */
+  rule: string;
+  message: string;
+}
+
+/** The compiled approval policy of a registered tool. */
+export interface CompiledApprovalPolicy {
+  kind: 'none' | 'always' | 'cel' | 'handler';
+  /** The CEL source, for `kind: 'cel'`. */
+  expression?: string;
+  allowStandingApproval: boolean;
+  /** Evaluate (never throws; a failing expression yields `ask` with source 'cel-error'). */
+  evaluate(args: unknown, ctx: PolicyContext): PolicyResult | Promise<PolicyResult>;
+}
+
+export interface RegisteredTool {
+  readonly name: string;
+  readonly description: string;
+  readonly scope: Scope;
+  readonly routing: Routing;
+  readonly bypassReason: string | undefined;
+  readonly justification: string | undefined;
+  readonly peerExposed: boolean;
+  readonly tags: readonly string[];
+  readonly inputSchema: Record<string, unknown>;
+  readonly outputSchema: Record<string, unknown> | undefined;
+  readonly handler: ToolHandler;
+  readonly approval: CompiledApprovalPolicy;
+  /** ajv-compiled once at registration; returns [] when valid. */
+  validateInput(args: unknown): Violation[];
+  validateOutput(result: unknown): Violation[];
+}
+
+export interface ToolRegistryApi {
+  /** Validates the definition; each error names the broken rule and how to fix it. */
+  register<A, R>(def: ToolDefinition<A, R>): RegisteredTool;
+  get(name: string): RegisteredTool | undefined;
+  has(name: string): boolean;
+  list(): readonly RegisteredTool[];
+  /** Resolve an actor's tool names; one error lists every unknown name. */
+  resolve(names: readonly string[], forActor?: string): RegisteredTool[];
+}
+
+/* ------------------------------------------------------------------ actors */
+
+export interface ActorDefinition {
+  name: string;
+  description?: string;
+  /** The actor's own instructions; the respond() snippet is appended by the runtime. */
+  system?: string;
+  /** Model id for this actor (the model port decides what it means). */
+  model?: string;
+  maxTokens?: number;
+  /** Extended thinking: forces `tool_choice: auto` and the runtime's nudge. */
+  thinking?: { budgetTokens: number };
+  /** Tool names resolved against the ToolRegistry. */
+  tools?: string[];
+  /** Actors this one may hand off to with passTo. */
+  handoffs?: string[];
+  /** Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of respond(). */
+  compat?: 'respond_to_user';
+  /** Bounds (defaults from the runtime). */
+  maxModelCalls?: number;
+  maxRespondRetries?: number;
+}
+
+export interface ActorRegistryApi {
+  register(def: ActorDefinition): ActorDefinition;
+  get(name: string): ActorDefinition | undefined;
+  has(name: string): boolean;
+  list(): readonly ActorDefinition[];
+}
+
+/** The registries of one runtime instance. */
+export interface Registries {
+  partTypes: PartTypeRegistryApi;
+  turnStates: TurnStateRegistryApi;
+  tools: ToolRegistryApi;
+  actors: ActorRegistryApi;
+}

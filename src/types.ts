@@ -1,0 +1,278 @@
+/**
+ * turnstate's shared vocabulary: parts, principals, model content, session events, mailbox
+ * entries, execution and approval records. Leaf module: imports nothing from the project.
+ */
+
+/** JSON-safe value. */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/* ------------------------------------------------------------------ parts */
+
+export interface PartMetadata {
+  partType: string;
+  [k: string]: unknown;
+}
+
+/** One typed unit of output (A2A 1.0 style: `text` or `data`, never both). */
+export interface Part {
+  text?: string;
+  data?: Record<string, unknown>;
+  metadata: PartMetadata;
+}
+
+/* ------------------------------------------------------------------ identity */
+
+/** Who is acting: resolved by the transport's authentication hook. */
+export interface Principal {
+  userId?: string;
+  tenantId?: string;
+  personId?: string;
+  /** Free-form, e.g. `tier: 'trusted'`, visible to approval policies as `ctx.user`. */
+  attributes?: Record<string, unknown>;
+  /** Roles such as 'approver'; used by `canAnswerApproval`. */
+  roles?: string[];
+}
+
+/* ------------------------------------------------------------------ model content (Anthropic-shaped) */
+
+export interface TextBlock { type: 'text'; text: string }
+export interface ToolUseBlock {
+  type: 'tool_use';
+  id: string;
+  name: string;
+  input: unknown;
+  /** Set when the streamed input JSON could not be parsed (fine-grained streaming may truncate). */
+  inputError?: string;
+  rawInput?: string;
+}
+export interface ToolResultBlock {
+  type: 'tool_result';
+  tool_use_id: string;
+  content: string;
+  is_error?: boolean;
+}
+export interface ThinkingBlock { type: 'thinking'; thinking: string; signature: string }
+export interface RedactedThinkingBlock { type: 'redacted_thinking'; data: string }
+export type ContentBlock = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock;
+
+export interface ModelMessage {
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+}
+
+/** A tool as the model sees it (Anthropic tool format). */
+export interface ModelTool {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+  /** Fine-grained tool streaming (set on respond()). */
+  eager_input_streaming?: boolean;
+}
+
+export type ModelStopReason =
+  | 'end_turn'
+  | 'tool_use'
+  | 'max_tokens'
+  | 'stop_sequence'
+  | 'refusal'
+  | 'pause_turn'
+  | 'model_context_window_exceeded';
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+}
+
+/* ------------------------------------------------------------------ tools */
+
+export type Scope = 'generalist' | 'specialist';
+export type Routing = 'routed' | 'bypass';
+/** Where a tool runs: on the server (registered) or in the client that declared it for this turn (AAP). */
+export type ToolSide = 'server' | 'client';
+
+/** A tool declared by a client for one turn (AAP client-side tools). The runtime never executes it. */
+export interface ClientTool {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+/* ------------------------------------------------------------------ messages in */
+
+export interface InboundMessage {
+  text: string;
+  /** Set by the runtime from the send options when absent. */
+  principal?: Principal;
+  metadata?: Record<string, unknown>;
+}
+
+export type DoubleTextingPolicy = 'queue' | 'interrupt' | 'reject';
+
+/* ------------------------------------------------------------------ envelope */
+
+export interface EnvelopeMeta {
+  sessionId: string;
+  turnId: string;
+  producedAt: string;
+  finalizedBy: string;
+}
+
+/** The settled output of one turn (spec 001). */
+export interface Envelope {
+  role: 'agent';
+  parts: Part[];
+  meta: EnvelopeMeta;
+}
+
+/* ------------------------------------------------------------------ approvals */
+
+export type ApprovalDecision = 'approved' | 'denied';
+
+export interface PolicyResult {
+  decision: 'approve' | 'deny' | 'ask';
+  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `standing`. */
+  source: string;
+  reason?: string;
+}
+
+export interface ApprovalResolution {
+  decision: ApprovalDecision;
+  reason?: string;
+  by: Principal;
+  /** The channel that answered: 'api', 'aap', 'websocket', 'sse-http', 'a2a', ... */
+  via: string;
+  at: string;
+}
+
+/** An approval is data, never a pending Promise. */
+export interface ApprovalRecord {
+  approvalId: string;
+  sessionId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  args: unknown;
+  actor: string;
+  tenantId?: string;
+  policyResult: PolicyResult;
+  requestedAt: string;
+  status: 'pending' | ApprovalDecision;
+  resolution?: ApprovalResolution;
+}
+
+/** Outcome of answering an approval; a second answer changes nothing and reports the first. */
+export type AnswerResult =
+  | { ok: true; record: ApprovalRecord }
+  | { ok: false; code: 'approval.already_resolved'; message: string; record: ApprovalRecord }
+  | { ok: false; code: 'approval.not_found'; message: string }
+  | { ok: false; code: 'approval.forbidden'; message: string };
+
+/* ------------------------------------------------------------------ execution log */
+
+/** One tool execution, routed or bypass (spec 002 `specialist_execution`). */
+export interface ExecutionRecord {
+  kind: 'specialist_execution' | 'generalist_execution';
+  sessionId: string;
+  turnId: string;
+  actor: string;
+  tool: string;
+  callId: string;
+  args: unknown;
+  /** JSON of the handler result, truncated to the log limit. */
+  result: string;
+  resultTruncated: boolean;
+  isError: boolean;
+  durationMs: number;
+  at: string;
+  scope: Scope;
+  routing: Routing;
+  bypassReason?: string;
+  approvalId?: string;
+}
+
+/* ------------------------------------------------------------------ mailbox */
+
+/** The ordered record of a session; the model's history is derived from it. */
+export type MailboxEntry = { turnId: string; at: string } & (
+  | { kind: 'user'; text: string; principal?: Principal }
+  /** One model response: its tool_use (respond() included) and thinking blocks, as sent back to the model. */
+  | { kind: 'assistant'; actor: string; content: ContentBlock[] }
+  /** The llm-session view of a tool result (or a respond() ack / rejection). */
+  | { kind: 'tool_result'; actor: string; callId: string; tool: string; content: string; isError: boolean }
+  /** A handoff: the receiver sees the sender's parts, not its bookkeeping tool messages. */
+  | { kind: 'handoff'; from: string; to: string; parts: Part[] }
+  /** A data-bearing record (a tool's domain data), assembled into the envelope's domain-data. */
+  | { kind: 'data'; actor: string; callId: string; tool: string; data: unknown }
+  /** A nudge the runtime wrote to the model (free text outside respond(), ...). */
+  | { kind: 'nudge'; actor: string; text: string }
+);
+
+/* ------------------------------------------------------------------ session events */
+
+export type ToolCallStatus = 'running' | 'awaiting-approval' | 'awaiting-client';
+
+interface EventBase {
+  seq: number;
+  sessionId: string;
+  turnId: string;
+  at: string;
+}
+
+/** One union for everything a session publishes; every transport switches over it exhaustively. */
+export type SessionEvent = EventBase & SessionEventBody;
+
+export type SessionEventBody =
+  | { type: 'turn.started'; actor: string; input: InboundMessage }
+  | { type: 'part.delta'; callId: string; index: number; partType?: string; text: string }
+  | { type: 'part.received'; callId: string; index: number; part: Part; turnState: string; actor: string }
+  | { type: 'turnState.changed'; from: string; to: string; actor: string }
+  | {
+      type: 'tool.called';
+      callId: string;
+      tool: string;
+      args: unknown;
+      actor: string;
+      side: ToolSide;
+      scope?: Scope;
+      routing?: Routing;
+    }
+  | { type: 'tool.result'; callId: string; tool: string; view: unknown; isError: boolean }
+  | {
+      type: 'approval.requested';
+      approvalId: string;
+      callId: string;
+      tool: string;
+      args: unknown;
+      actor: string;
+      policyResult: PolicyResult;
+    }
+  | {
+      type: 'approval.resolved';
+      approvalId: string;
+      callId: string;
+      decision: ApprovalDecision;
+      reason?: string;
+      by: Principal;
+      via: string;
+    }
+  | { type: 'actor.passed'; from: string; to: string }
+  | { type: 'model.usage'; actor: string; usage: Usage; stopReason?: ModelStopReason }
+  | { type: 'envelope.settled'; envelope: Envelope }
+  | {
+      type: 'turn.settled';
+      finalizedBy: string;
+      usage: Usage;
+      /** Why the turn stopped when it did not end normally (maps onto AAP stopReason). */
+      stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
+      error?: { code: string; message: string };
+    };
+
+export type SessionEventType = SessionEventBody['type'];
+export type SessionEventOf<T extends SessionEventType> = EventBase & Extract<SessionEventBody, { type: T }>;
+
+/** Compile-time exhaustiveness for switches over unions. */
+export function assertNever(x: never, what = 'value'): never {
+  throw new Error(`unexpected ${what}: ${JSON.stringify(x)}`);
+}
