@@ -1,0 +1,70 @@
+/**
+ * What one actor sees: its resolved tools as model tools (plus respond(), or the respond_to_user
+ * compatibility tools), the client's tools for the turn, and its system prompt. Cached per actor
+ * and registry state; a per-turn tool filter or client tools build a fresh (uncached) view.
+ */
+import type { SendOptions } from '../api.js';
+import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
+import { buildRespondTool, compatTools, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
+import type { ModelTool } from '../types.js';
+
+export interface ActorTools {
+  system: string;
+  modelTools: readonly ModelTool[];
+  byName: ReadonlyMap<string, RegisteredTool>;
+  client: ReadonlySet<string>;
+}
+
+export interface ToolCatalog {
+  forActor(actor: ActorDefinition, opts: SendOptions): ActorTools;
+}
+
+const NO_CLIENT: ReadonlySet<string> = new Set();
+
+export function createToolCatalog(registries: Registries): ToolCatalog {
+  const cache = new Map<string, { stamp: string; value: ActorTools }>();
+  const stampOf = () =>
+    `${registries.tools.list().length}:${registries.partTypes.ids().length}:${registries.turnStates.ids().length}`;
+
+  const build = (actor: ActorDefinition, enabled?: readonly string[]): ActorTools => {
+    const names = actor.tools ?? [];
+    const resolved = registries.tools.resolve(enabled ? names.filter((n) => enabled.includes(n)) : names, actor.name);
+    const byName = new Map(resolved.map((t) => [t.name, t]));
+    const own: ModelTool[] = resolved.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
+    const compat = actor.compat === 'respond_to_user';
+    const modelTools = compat ? [...own, ...compatTools()] : [...own, buildRespondTool(registries)];
+    const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries);
+    const system = actor.system ? `${actor.system}\n\n${snippet}` : snippet;
+    return { system, modelTools, byName, client: NO_CLIENT };
+  };
+
+  return {
+    forActor(actor, opts) {
+      const custom = opts.enabledTools !== undefined;
+      let base: ActorTools;
+      if (custom) base = build(actor, opts.enabledTools);
+      else {
+        const stamp = stampOf();
+        const hit = cache.get(actor.name);
+        if (hit && hit.stamp === stamp) base = hit.value;
+        else {
+          base = build(actor);
+          cache.set(actor.name, { stamp, value: base });
+        }
+      }
+      const clientTools = opts.clientTools;
+      if (!clientTools || clientTools.length === 0) return base;
+      for (const c of clientTools) {
+        if (base.byName.has(c.name)) {
+          throw new Error(`client tool "${c.name}" has the same name as a server tool of actor "${actor.name}"; tool names must be unique`);
+        }
+      }
+      return {
+        system: base.system,
+        modelTools: [...base.modelTools, ...clientTools.map((c) => ({ name: c.name, description: c.description, input_schema: c.parameters }))],
+        byName: base.byName,
+        client: new Set(clientTools.map((c) => c.name)),
+      };
+    },
+  };
+}

@@ -1,0 +1,227 @@
+/**
+ * The composition root: `createRuntime({ model, store, ... })` wires the registries, the
+ * respond() parser, the router, the store and the model into session hosts. Sessions are
+ * virtual actors: a session with no turn in flight may be passivated (its live actor stopped,
+ * its state in the store) and is reactivated on its next use.
+ */
+import type {
+  CreateSessionOptions,
+  Runtime,
+  RuntimeLimits,
+  RuntimeOptions,
+  SessionHandle,
+} from './api.js';
+import { TurnstateError } from './errors.js';
+import { createClock, createIdSource } from './host/clock.js';
+import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
+import { createToolCatalog } from './host/tool-catalog.js';
+import type { SessionRecord, SessionStore } from './machines/ports.js';
+import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
+import { createRegistries } from './registries/index.js';
+import { createRespondParser } from './respond/index.js';
+import { EventRouter } from './router/router.js';
+import { createMemoryStore } from './stores/memory.js';
+import type { AnswerResult, ApprovalRecord, Principal } from './types.js';
+import { produceLlmContext } from './envelope/llm-context.js';
+
+export const DEFAULT_LIMITS: RuntimeLimits = {
+  maxModelCallsPerTurn: 16,
+  maxRespondRetries: 2,
+  maxFreeTextNudges: 2,
+  maxHandoffsPerTurn: 4,
+  executionResultMaxChars: 8192,
+  modelRetries: 3,
+};
+
+export interface TurnstateRuntime extends Runtime {
+  readonly router: EventRouter;
+  /** Sessions currently live in memory (not passivated). */
+  readonly liveSessions: number;
+  /** Passivate every idle session now (what the idle timer does). */
+  passivateIdle(): number;
+}
+
+function defaultCanAnswer(approval: ApprovalRecord, by: Principal): boolean {
+  return approval.tenantId === undefined || approval.tenantId === by.tenantId;
+}
+
+export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
+  if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
+  const registries = options.registries ?? createRegistries();
+  const store: SessionStore = options.store ?? createMemoryStore();
+  const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  const clock = createClock(options.now);
+  const newId = options.newId ?? createIdSource();
+  const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
+  const hosts = new Map<string, SessionHost>();
+  const loading = new Map<string, Promise<SessionHost | undefined>>();
+  let closed = false;
+
+  // The session machine is generated from the TurnStateRegistry; regenerated if it changes.
+  let machine: SessionMachine | undefined;
+  let machineStamp = '';
+  const getMachine = () => {
+    const stamp = registries.turnStates.ids().join(',');
+    if (!machine || stamp !== machineStamp) {
+      machine = createSessionMachine(registries.turnStates);
+      machineStamp = stamp;
+    }
+    return machine;
+  };
+
+  const passivateAfterMs = options.passivateAfterMs ?? 0;
+  let sweeper: ReturnType<typeof setInterval> | undefined;
+
+  const deps: HostDeps = {
+    registries,
+    store,
+    model: options.model,
+    contextModel: options.contextModel ?? options.model,
+    router,
+    parser: createRespondParser(registries),
+    catalog: createToolCatalog(registries),
+    machine: getMachine,
+    limits,
+    clock,
+    newId,
+    canAnswerApproval: options.canAnswerApproval ?? defaultCanAnswer,
+    produceLlmContext,
+    onActivity: (h) => {
+      h.lastActive = clock.now();
+    },
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  };
+
+  const passivateIdle = (olderThanMs = 0): number => {
+    const cutoff = clock.now() - olderThanMs;
+    let n = 0;
+    for (const [id, h] of hosts) {
+      if (!h.busy && h.lastActive <= cutoff && h.turnState() === 'idle') {
+        h.stop();
+        hosts.delete(id);
+        n++;
+      }
+    }
+    return n;
+  };
+
+  if (passivateAfterMs > 0) {
+    sweeper = setInterval(() => passivateIdle(passivateAfterMs), Math.max(10, Math.min(passivateAfterMs, 60_000)));
+    sweeper.unref();
+  }
+
+  const activate = async (id: string): Promise<SessionHost | undefined> => {
+    const live = hosts.get(id);
+    if (live) return live;
+    const pending = loading.get(id);
+    if (pending) return pending;
+    const p = (async () => {
+      const record = await store.getSession(id);
+      if (!record) return undefined;
+      const [snapshot, lastSeq] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id)]);
+      const host = new SessionHost(deps, record, lastSeq, snapshot);
+      hosts.set(id, host);
+      const hostState = snapshot?.host as HostState | undefined;
+      if (host.turnState() !== 'idle' || hostState?.queue?.length) await host.recover(hostState);
+      return host;
+    })();
+    loading.set(id, p);
+    try {
+      return await p;
+    } finally {
+      loading.delete(id);
+    }
+  };
+
+  const runtime: TurnstateRuntime = {
+    registries,
+    store,
+    router,
+    get liveSessions() {
+      return hosts.size;
+    },
+    passivateIdle: () => passivateIdle(0),
+
+    async createSession(opts: CreateSessionOptions): Promise<SessionHandle> {
+      if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
+      if (!opts || typeof opts.actor !== 'string' || !registries.actors.has(opts.actor)) {
+        const known = registries.actors.list().map((a) => a.name);
+        throw new TurnstateError(
+          'session.unknown_actor',
+          `cannot create a session for actor "${opts?.actor}": no such actor is registered (registered: ${known.join(', ') || 'none'})`,
+        );
+      }
+      const policy = opts.doubleTexting ?? 'queue';
+      if (policy !== 'queue' && policy !== 'interrupt' && policy !== 'reject') {
+        throw new TurnstateError('session.invalid_policy', `doubleTexting must be "queue", "interrupt" or "reject", not "${String(policy)}"`);
+      }
+      const record: SessionRecord = {
+        id: opts.id ?? newId('sess'),
+        actor: opts.actor,
+        createdAt: clock.iso(),
+        doubleTexting: policy,
+        ...(opts.tenantId !== undefined ? { tenantId: opts.tenantId } : {}),
+        ...(opts.metadata ? { metadata: opts.metadata } : {}),
+      };
+      if (hosts.has(record.id) || (await store.getSession(record.id))) {
+        throw new TurnstateError('session.exists', `a session with id "${record.id}" already exists`);
+      }
+      await store.createSession(record);
+      const host = new SessionHost(deps, record, 0);
+      hosts.set(record.id, host);
+      return host;
+    },
+
+    async session(id: string) {
+      if (closed) return undefined;
+      return activate(id);
+    },
+
+    async listSessions(filter) {
+      return await store.listSessions(filter);
+    },
+
+    async deleteSession(id: string) {
+      const host = hosts.get(id);
+      const record = host?.record ?? (await store.getSession(id));
+      if (!record) return false;
+      host?.stop();
+      hosts.delete(id);
+      await store.deleteSession(id);
+      return true;
+    },
+
+    async answerApproval(approvalId, answer, by, via): Promise<AnswerResult> {
+      const record = await store.getApproval(approvalId);
+      if (!record) return { ok: false, code: 'approval.not_found', message: `no approval ${approvalId}` };
+      const host = await activate(record.sessionId);
+      if (!host) return { ok: false, code: 'approval.not_found', message: `the session of approval ${approvalId} no longer exists` };
+      return host.answerApproval(approvalId, answer, by, via);
+    },
+
+    async recover() {
+      const resumed: string[] = [];
+      for (const rec of await store.listSessions()) {
+        if (hosts.has(rec.id)) continue;
+        const snap = await store.loadSnapshot(rec.id);
+        const hs = snap?.host as HostState | undefined;
+        if (!hs?.turn && !hs?.queue?.length) continue;
+        const host = await activate(rec.id);
+        if (host) resumed.push(rec.id);
+      }
+      return { resumed };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      if (sweeper) clearInterval(sweeper);
+      // Let committed steps finish; running turns stay recorded and resume on recover().
+      for (const h of hosts.values()) h.stop();
+      hosts.clear();
+      router.close();
+      await store.close();
+    },
+  };
+  return runtime;
+}
