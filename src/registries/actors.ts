@@ -1,0 +1,117 @@
+/**
+ * The actor registry. Actors register in any order, so tool names and handoff targets are
+ * checked when the runtime resolves an actor, not here; what one definition can get wrong on
+ * its own (names, shapes, self-handoff, duplicates) is rejected at registration.
+ */
+import { RegistrationError } from '../errors.js';
+import { RESERVED_TOOL_NAMES, TOOL_NAME } from './tools.js';
+import type { ActorDefinition, ActorRegistryApi } from './types.js';
+
+/** Actor names: a letter, then letters, digits, '_' or '-', at most 64 characters. */
+export const ACTOR_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+const KNOWN_FIELDS = new Set([
+  'name',
+  'description',
+  'system',
+  'model',
+  'maxTokens',
+  'thinking',
+  'tools',
+  'handoffs',
+  'compat',
+  'maxModelCalls',
+  'maxRespondRetries',
+]);
+
+function isPositiveInt(v: unknown): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v > 0;
+}
+
+export class ActorRegistry implements ActorRegistryApi {
+  readonly #actors = new Map<string, ActorDefinition>();
+  #list: readonly ActorDefinition[] = [];
+
+  register(def: ActorDefinition): ActorDefinition {
+    if (def === null || typeof def !== 'object' || Array.isArray(def)) {
+      throw new RegistrationError('actors:definition:object', 'an actor definition must be an object { name, system?, tools?, handoffs?, ... }');
+    }
+    const d = def as unknown as Record<string, unknown>;
+    const name = d.name;
+    if (typeof name !== 'string' || !ACTOR_NAME.test(name)) {
+      throw new RegistrationError(
+        'actors:name:invalid',
+        `actor name ${typeof name === 'string' ? JSON.stringify(name) : String(name)} is invalid: start with a letter, then letters, digits, '_' or '-', at most 64 characters`,
+        { actor: name },
+      );
+    }
+    const fail: (rule: string, message: string) => never = (rule, message) => {
+      throw new RegistrationError(rule, `actor '${name}' breaks ${rule}: ${message}`, { actor: name });
+    };
+    if (this.#actors.has(name)) fail('actors:duplicate:rejected', `an actor named '${name}' is already registered; actor names are unique`);
+    for (const key of Object.keys(d)) {
+      if (!KNOWN_FIELDS.has(key)) fail('actors:field:unknown', `'${key}' is not an actor field; the fields are ${[...KNOWN_FIELDS].join(', ')}`);
+    }
+    for (const key of ['description', 'system', 'model'] as const) {
+      if (d[key] !== undefined && typeof d[key] !== 'string') fail(`actors:${key}:string`, `${key} must be a string`);
+    }
+    for (const key of ['maxTokens', 'maxModelCalls'] as const) {
+      if (d[key] !== undefined && !isPositiveInt(d[key])) fail(`actors:${key}:positive-integer`, `${key} must be a positive integer`);
+    }
+    if (d.maxRespondRetries !== undefined && !(typeof d.maxRespondRetries === 'number' && Number.isInteger(d.maxRespondRetries) && d.maxRespondRetries >= 0)) {
+      fail('actors:maxRespondRetries:non-negative-integer', 'maxRespondRetries must be an integer >= 0');
+    }
+    if (d.thinking !== undefined) {
+      const t = d.thinking as Record<string, unknown> | null;
+      if (t === null || typeof t !== 'object' || !isPositiveInt(t.budgetTokens)) {
+        fail('actors:thinking:budget', 'thinking must be { budgetTokens: <positive integer> }');
+      }
+    }
+    if (d.compat !== undefined && d.compat !== 'respond_to_user') {
+      fail('actors:compat:invalid', `compat must be 'respond_to_user' or absent; got ${JSON.stringify(d.compat)}`);
+    }
+
+    const tools = this.#names(d.tools, 'tools', fail);
+    for (const t of tools) {
+      if (!TOOL_NAME.test(t)) fail('actors:tools:invalid-name', `tools lists ${JSON.stringify(t)}, which is not a valid tool name`);
+      if (RESERVED_TOOL_NAMES.includes(t)) fail('actors:tools:reserved', `'${t}' is provided by the runtime to every actor; remove it from tools`);
+    }
+    const handoffs = this.#names(d.handoffs, 'handoffs', fail);
+    for (const h of handoffs) {
+      if (!ACTOR_NAME.test(h)) fail('actors:handoffs:invalid-name', `handoffs lists ${JSON.stringify(h)}, which is not a valid actor name`);
+      if (h === name) fail('actors:handoffs:not-self', 'an actor cannot hand off to itself; remove it from handoffs');
+    }
+
+    const copy: ActorDefinition = { ...(def as ActorDefinition) };
+    if (d.tools !== undefined) copy.tools = Object.freeze([...tools]) as string[];
+    if (d.handoffs !== undefined) copy.handoffs = Object.freeze([...handoffs]) as string[];
+    if (copy.thinking) copy.thinking = Object.freeze({ budgetTokens: copy.thinking.budgetTokens });
+    const frozen = Object.freeze(copy);
+    this.#actors.set(name, frozen);
+    this.#list = Object.freeze([...this.#actors.values()]);
+    return frozen;
+  }
+
+  #names(v: unknown, field: 'tools' | 'handoffs', fail: (rule: string, message: string) => never): string[] {
+    if (v === undefined) return [];
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) fail(`actors:${field}:strings`, `${field} must be an array of names`);
+    const seen = new Set<string>();
+    for (const n of v as string[]) {
+      if (seen.has(n)) fail(`actors:${field}:duplicate`, `${field} lists '${n}' more than once`);
+      seen.add(n);
+    }
+    return v as string[];
+  }
+
+  get(name: string): ActorDefinition | undefined {
+    return this.#actors.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#actors.has(name);
+  }
+
+  list(): readonly ActorDefinition[] {
+    return this.#list;
+  }
+}

@@ -1,0 +1,240 @@
+/**
+ * The tool registry of spec 002: the two-axis (scope x routing) definition, validated at
+ * registration; schemas compiled once with ajv; approval policies compiled once.
+ * `respond()` and the spec 003 tools are never in it. Every registration error is a
+ * RegistrationError whose `rule` is the requirement id and whose message says how to fix it.
+ */
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { compileApprovalPolicy } from '../approvals/policy.js';
+import { RegistrationError, TurnstateError } from '../errors.js';
+import type { Routing, Scope } from '../types.js';
+import type { RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
+
+/** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
+const addFormats = addFormatsModule.default;
+
+/** Tool names as the model APIs accept them. */
+export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Names the runtime provides itself (respond() of spec 000, the spec 003 pair). */
+export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze(['respond', 'respond_to_user', 'mark_work_complete']);
+
+const KNOWN_FIELDS = new Set([
+  'name',
+  'description',
+  'inputSchema',
+  'outputSchema',
+  'handler',
+  'scope',
+  'routing',
+  'bypassRouting',
+  'justification',
+  'requiresApproval',
+  'allowStandingApproval',
+  'tags',
+  'peerExposed',
+]);
+
+const PLACEHOLDERS = new Set(['todo', 'tbd', 'fixme', 'xxx', 'n/a', 'na', '...', '…', 'placeholder', 'none', 'null', 'undefined', 'reason', 'justification', '-', '?']);
+/** The shortest explanation accepted for a justification or a bypass reason. */
+export const MIN_EXPLANATION_LENGTH = 10;
+
+/** Why a justification or bypass reason is not a real explanation, or undefined when it is one. */
+export function placeholderProblem(text: unknown): string | undefined {
+  if (typeof text !== 'string') return 'it is missing';
+  const t = text.trim();
+  if (t === '') return 'it is empty';
+  const lower = t.toLowerCase();
+  if (PLACEHOLDERS.has(lower) || /^(todo|tbd|fixme|xxx+|placeholder)\b/.test(lower)) return `${JSON.stringify(t)} is a placeholder`;
+  if (/^[\p{P}\p{S}\s]*$/u.test(t)) return `${JSON.stringify(t)} has no words`;
+  if (t.length < MIN_EXPLANATION_LENGTH) return `${JSON.stringify(t)} is shorter than ${MIN_EXPLANATION_LENGTH} characters`;
+  return undefined;
+}
+
+const NO_VIOLATIONS: Violation[] = Object.freeze([]) as unknown as Violation[];
+
+function toViolations(errors: readonly ErrorObject[] | null | undefined): Violation[] {
+  if (!errors || errors.length === 0) return [{ path: '', rule: 'schema:invalid', message: 'does not match the schema' }];
+  return errors.map((e) => {
+    let path = e.instancePath;
+    const params = e.params as Record<string, unknown>;
+    if (e.keyword === 'required' && typeof params.missingProperty === 'string') path = `${path}/${escapePointer(params.missingProperty)}`;
+    else if (e.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') path = `${path}/${escapePointer(params.additionalProperty)}`;
+    return { path, rule: `schema:${e.keyword}`, message: `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message ?? 'is invalid'}` };
+  });
+}
+
+function escapePointer(s: string): string {
+  return s.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+export class ToolRegistry implements ToolRegistryApi {
+  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #ajv: Ajv;
+  #list: readonly RegisteredTool[] = [];
+
+  constructor() {
+    this.#ajv = new Ajv({ allErrors: true, strict: false });
+    addFormats(this.#ajv);
+  }
+
+  register<A, R>(def: ToolDefinition<A, R>): RegisteredTool {
+    if (!isPlainObject(def)) {
+      throw new RegistrationError('tools:definition:object', 'a tool definition must be an object { name, description, inputSchema, handler, scope, ... }');
+    }
+    const d = def as unknown as Record<string, unknown>;
+    const name = d.name;
+    if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+      throw new RegistrationError(
+        'tools:name:invalid',
+        `tool name ${typeof name === 'string' ? JSON.stringify(name) : String(name)} is invalid: use 1-64 letters, digits, '_' or '-' (the model APIs accept nothing else)`,
+        { tool: name },
+      );
+    }
+    const fail: (rule: string, message: string) => never = (rule, message) => {
+      throw new RegistrationError(rule, `tool '${name}' breaks ${rule}: ${message}`, { tool: name });
+    };
+    if (RESERVED_TOOL_NAMES.includes(name)) {
+      fail('tools:name:reserved', `'${name}' is provided by the runtime to every actor and cannot be registered; choose another name`);
+    }
+    if (this.#tools.has(name)) fail('tools:duplicate:rejected', `a tool named '${name}' is already registered; tool names are unique`);
+    for (const key of Object.keys(d)) {
+      if (!KNOWN_FIELDS.has(key)) fail('tools:field:unknown', `'${key}' is not a tool field; the fields are ${[...KNOWN_FIELDS].join(', ')}`);
+    }
+    if (typeof d.description !== 'string' || d.description.trim() === '') {
+      fail('tools:description:required', 'description must be a non-empty string; the model reads it to decide when to call the tool');
+    }
+    if (typeof d.handler !== 'function') fail('tools:handler:required', 'handler must be a function (args, ctx) => result');
+
+    const scope = d.scope;
+    if (scope !== 'generalist' && scope !== 'specialist') {
+      fail('tools:scope:invalid', `scope must be 'generalist' (shared domain, always routed) or 'specialist' (private to one actor); got ${JSON.stringify(scope) ?? 'nothing'}`);
+    }
+    const routingIn = d.routing;
+    if (routingIn !== undefined && routingIn !== 'routed' && routingIn !== 'bypass') {
+      fail('tools:routing:invalid', `routing must be 'routed' or 'bypass'; got ${JSON.stringify(routingIn)}`);
+    }
+    const routing: Routing = (routingIn as Routing | undefined) ?? 'routed';
+    if (scope === 'generalist' && routing === 'bypass') {
+      fail(
+        'tools:generalist-bypass:rejected',
+        "a generalist tool touches shared domain data and always routes through the router (audit, gating, reactions); remove routing: 'bypass', or make it scope: 'specialist' with bypassRouting.reason and a justification",
+      );
+    }
+    let bypassReason: string | undefined;
+    if (routing === 'bypass') {
+      const br = d.bypassRouting;
+      if (!isPlainObject(br) || br.reason === undefined) {
+        fail('tools:bypass:requires-reason', "routing: 'bypass' needs bypassRouting: { reason } saying why the call must not pass through the router (latency, coupling, framework-internal)");
+      }
+      const why = placeholderProblem((br as Record<string, unknown>).reason);
+      if (why !== undefined) fail('tools:bypass:reason-placeholder-rejected', `bypassRouting.reason must explain why the tool bypasses the router, but ${why}`);
+      bypassReason = ((br as Record<string, unknown>).reason as string).trim();
+    } else if (d.bypassRouting !== undefined) {
+      fail('tools:bypassRouting:only-with-bypass', "bypassRouting is only meaningful with routing: 'bypass'; remove it or set routing: 'bypass'");
+    }
+    let justification: string | undefined;
+    if (scope === 'specialist') {
+      if (d.justification === undefined) {
+        fail('tools:specialist:requires-justification', 'a specialist tool needs a justification explaining why this work is private to one actor and not shared domain');
+      }
+      const why = placeholderProblem(d.justification);
+      if (why !== undefined) fail('tools:justification:placeholder-rejected', `justification must explain why the work is private to one actor, but ${why}`);
+      justification = (d.justification as string).trim();
+    } else if (d.justification !== undefined) {
+      if (typeof d.justification !== 'string') fail('tools:justification:string', 'justification must be a string');
+      justification = d.justification.trim();
+    }
+    if (d.peerExposed !== undefined && typeof d.peerExposed !== 'boolean') fail('tools:peerExposed:boolean', 'peerExposed must be a boolean');
+    if (d.peerExposed === true && scope !== 'generalist') {
+      fail('tools:peerExposed:generalist-only', 'peerExposed: true is only allowed on generalist tools; a specialist tool is private to its actor and cannot be offered to A2A peers');
+    }
+    let tags: readonly string[] = Object.freeze([]);
+    if (d.tags !== undefined) {
+      if (!Array.isArray(d.tags) || !d.tags.every((t) => typeof t === 'string' && t.length > 0)) {
+        fail('tools:tags:strings', 'tags must be an array of non-empty strings');
+      }
+      tags = Object.freeze([...(d.tags as string[])]);
+    }
+
+    const validateIn = this.#compile(name, 'inputSchema', d.inputSchema, true, fail);
+    const validateOut = d.outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', d.outputSchema, false, fail);
+    const approval = compileApprovalPolicy(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
+
+    const tool: RegisteredTool = Object.freeze({
+      name,
+      description: d.description as string,
+      scope: scope as Scope,
+      routing,
+      bypassReason,
+      justification,
+      peerExposed: d.peerExposed === true,
+      tags,
+      inputSchema: d.inputSchema as Record<string, unknown>,
+      outputSchema: d.outputSchema as Record<string, unknown> | undefined,
+      handler: d.handler as ToolHandler,
+      approval,
+      validateInput: (args: unknown): Violation[] => (validateIn(args) ? NO_VIOLATIONS : toViolations(validateIn.errors)),
+      validateOutput: (result: unknown): Violation[] =>
+        validateOut === undefined || validateOut(result) ? NO_VIOLATIONS : toViolations(validateOut.errors),
+    });
+    this.#tools.set(name, tool);
+    this.#list = Object.freeze([...this.#tools.values()]);
+    return tool;
+  }
+
+  #compile(name: string, field: 'inputSchema' | 'outputSchema', schema: unknown, isInput: boolean, fail: (rule: string, message: string) => never): ValidateFunction {
+    const rulePrefix = isInput ? 'tools:schema' : 'tools:output-schema';
+    if (!isPlainObject(schema)) {
+      fail(`${rulePrefix}:required`, `${field} must be a JSON Schema object${isInput ? ", e.g. { type: 'object', properties: {} }" : ''}`);
+    }
+    if (isInput && (schema as Record<string, unknown>).type !== 'object') {
+      fail('tools:schema:object-type', "inputSchema must have type: 'object' (tool arguments are always an object)");
+    }
+    try {
+      return this.#ajv.compile(schema as Record<string, unknown>);
+    } catch (e) {
+      return fail(`${rulePrefix}:invalid-fails-registration`, `${field} is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  get(name: string): RegisteredTool | undefined {
+    return this.#tools.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  list(): readonly RegisteredTool[] {
+    return this.#list;
+  }
+
+  /** Resolves tool names in order; throws one TurnstateError ('tools.unknown') listing every unknown name. */
+  resolve(names: readonly string[], forActor?: string): RegisteredTool[] {
+    const out: RegisteredTool[] = new Array<RegisteredTool>(names.length);
+    let unknown: string[] | undefined;
+    for (let i = 0; i < names.length; i++) {
+      const n = names[i] as string;
+      const t = this.#tools.get(n);
+      if (t === undefined) (unknown ??= []).push(n);
+      else out[i] = t;
+    }
+    if (unknown !== undefined) {
+      const who = forActor === undefined ? '' : ` for actor '${forActor}'`;
+      const reserved = unknown.filter((n) => RESERVED_TOOL_NAMES.includes(n));
+      const hint = reserved.length > 0 ? ` (${reserved.join(', ')} ${reserved.length === 1 ? 'is' : 'are'} provided by the runtime: remove from the actor's tools)` : '';
+      const known = this.#list.length === 0 ? 'none' : this.#list.map((t) => t.name).join(', ');
+      throw new TurnstateError(
+        'tools.unknown',
+        `unknown tool${unknown.length === 1 ? '' : 's'}${who}: ${unknown.join(', ')}${hint}. Registered tools: ${known}`,
+        { details: { actor: forActor, unknown } },
+      );
+    }
+    return out;
+  }
+}
