@@ -1,0 +1,134 @@
+/**
+ * The execution log: one ExecutionRecord per tool call, routed or bypass (spec 002
+ * `specialist_execution`; generalist calls are logged the same way as `generalist_execution`).
+ * Builders and truncation used by the router, plus an in-memory sink.
+ */
+import type { ExecutionRecord, Routing, Scope } from '../types.js';
+
+/** Default cap on the JSON of a logged result, in UTF-16 code units. */
+export const DEFAULT_RESULT_MAX_CHARS = 8192;
+
+/** JSON text of `value`; never throws (`undefined` -> `null`, unserialisable -> a JSON string saying why). */
+export function toJsonText(value: unknown): string {
+  try {
+    const s = JSON.stringify(value);
+    return s === undefined ? 'null' : s;
+  } catch (e) {
+    return JSON.stringify(`[unserialisable: ${e instanceof Error ? e.message : String(e)}]`);
+  }
+}
+
+/**
+ * Cuts JSON text to at most `maxChars` (never splitting a surrogate pair). A truncated
+ * result is no longer valid JSON; `resultTruncated` says so.
+ */
+export function truncateJson(json: string, maxChars: number): { result: string; resultTruncated: boolean } {
+  checkMax(maxChars);
+  if (json.length <= maxChars) return { result: json, resultTruncated: false };
+  let end = maxChars;
+  if (end > 0) {
+    const c = json.charCodeAt(end - 1);
+    if (c >= 0xd800 && c <= 0xdbff) end -= 1;
+  }
+  return { result: json.slice(0, end), resultTruncated: true };
+}
+
+/** The logged form of a result: its JSON text, cut to `maxChars`. */
+export function truncateResult(value: unknown, maxChars: number): { result: string; resultTruncated: boolean } {
+  return truncateJson(toJsonText(value), maxChars);
+}
+
+function checkMax(maxChars: number): void {
+  if (!Number.isInteger(maxChars) || maxChars < 0) {
+    throw new RangeError(`result max chars must be a non-negative integer, got ${String(maxChars)}`);
+  }
+}
+
+let lastMs = Number.NaN;
+let lastIso = '';
+/** ISO timestamp of an epoch-ms time; cached per millisecond. */
+export function isoAt(ms: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
+}
+
+export interface ExecutionInput {
+  sessionId: string;
+  turnId: string;
+  actor: string;
+  tool: string;
+  callId: string;
+  args: unknown;
+  /** JSON text of the result (already serialised; truncated here). */
+  resultJson: string;
+  isError: boolean;
+  durationMs: number;
+  /** Epoch ms when the call started. */
+  startedAt: number;
+  scope: Scope;
+  routing: Routing;
+  bypassReason?: string | undefined;
+  approvalId?: string | undefined;
+  maxResultChars: number;
+}
+
+/** One ExecutionRecord with every spec 002 field; `bypassReason` iff routing is bypass. */
+export function buildExecutionRecord(input: ExecutionInput): ExecutionRecord {
+  const { result, resultTruncated } = truncateJson(input.resultJson, input.maxResultChars);
+  const record: ExecutionRecord = {
+    kind: input.scope === 'specialist' ? 'specialist_execution' : 'generalist_execution',
+    sessionId: input.sessionId,
+    turnId: input.turnId,
+    actor: input.actor,
+    tool: input.tool,
+    callId: input.callId,
+    args: input.args,
+    result,
+    resultTruncated,
+    isError: input.isError,
+    durationMs: input.durationMs,
+    at: isoAt(input.startedAt),
+    scope: input.scope,
+    routing: input.routing,
+  };
+  if (input.routing === 'bypass') record.bypassReason = input.bypassReason ?? '';
+  if (input.approvalId !== undefined) record.approvalId = input.approvalId;
+  return record;
+}
+
+/** Where the router appends records (the runtime commits them with the step; tests read them back). */
+export interface ExecutionSink {
+  append(record: ExecutionRecord): void;
+}
+
+/** An in-memory execution log, optionally bounded (oldest records dropped first). */
+export class MemoryExecutionLog implements ExecutionSink {
+  private records: ExecutionRecord[] = [];
+  constructor(private readonly capacity = Number.POSITIVE_INFINITY) {}
+
+  append(record: ExecutionRecord): void {
+    this.records.push(record);
+    if (this.records.length > this.capacity) this.records.splice(0, this.records.length - this.capacity);
+  }
+
+  list(filter: { sessionId?: string; actor?: string; tool?: string; kind?: ExecutionRecord['kind'] } = {}): ExecutionRecord[] {
+    return this.records.filter(
+      (r) =>
+        (filter.sessionId === undefined || r.sessionId === filter.sessionId) &&
+        (filter.actor === undefined || r.actor === filter.actor) &&
+        (filter.tool === undefined || r.tool === filter.tool) &&
+        (filter.kind === undefined || r.kind === filter.kind),
+    );
+  }
+
+  get size(): number {
+    return this.records.length;
+  }
+
+  clear(): void {
+    this.records = [];
+  }
+}
