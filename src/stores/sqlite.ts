@@ -1,0 +1,412 @@
+/**
+ * The SQLite SessionStore (`turnstate/sqlite`): one file holds every session, its event log,
+ * mailbox, execution log, approvals and latest snapshot. Opening an existing file restores
+ * all of it; that is how a process restart resumes sessions. Every method returns
+ * synchronously (better-sqlite3).
+ *
+ * Durability: WAL journal. With `synchronous: 'normal'` (the default) a returned commit
+ * survives a crash of the process; a power loss or OS crash may lose the last commits (never
+ * corrupts the file). `synchronous: 'full'` fsyncs the WAL on every commit: durable across
+ * power loss, at the cost of one fsync per step.
+ *
+ * One process owns a file for writing; readers in other processes are safe (WAL).
+ */
+import Database from 'better-sqlite3';
+import type { Database as Db, Statement } from 'better-sqlite3';
+import { TurnstateError } from '../errors.js';
+import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
+import type { PersistedSession, SessionRecord, StepCommit } from '../machines/ports.js';
+import type { SyncSessionStore } from './index.js';
+import {
+  approvalConflict,
+  checkRead,
+  checkRecord,
+  checkResolution,
+  checkStep,
+  sessionExists,
+  sessionNotFound,
+  storeClosed,
+  storeError,
+} from './memory.js';
+
+export interface SqliteStoreOptions {
+  /** Database file; created when missing. `':memory:'` keeps everything in the process. */
+  path: string;
+  /** 'normal' (default): durable across process crashes. 'full': also across power loss. */
+  synchronous?: 'normal' | 'full';
+  /** How long a write waits for another connection's lock before failing (default 5000). */
+  busyTimeoutMs?: number;
+  /**
+   * Hold the file's lock for as long as the store is open (`locking_mode = EXCLUSIVE`): no
+   * other connection can read or write it meanwhile, and each commit saves the lock and
+   * shared-memory system calls (about a quarter of a commit's cost). Default false.
+   */
+  exclusive?: boolean;
+}
+
+/** What an open SQLite store runs with (for operators and tests). */
+export interface SqliteStoreInfo {
+  path: string;
+  /** 'wal' for a file; 'memory' for ':memory:'. */
+  journalMode: string;
+  synchronous: 'normal' | 'full';
+  /** 'normal' or 'exclusive' (see SqliteStoreOptions.exclusive). */
+  lockingMode: string;
+  schemaVersion: number;
+}
+
+export interface SqliteSessionStore extends SyncSessionStore {
+  readonly kind: 'sqlite';
+  info(): SqliteStoreInfo;
+}
+
+/** Schema version written to `PRAGMA user_version`. */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+/** MIGRATIONS[n] upgrades a file from user_version n to n + 1. */
+const MIGRATIONS: readonly ((db: Db) => void)[] = [
+  (db) => {
+    db.exec(`
+      CREATE TABLE sessions (
+        id         TEXT PRIMARY KEY,
+        tenant_id  TEXT,
+        created_at TEXT NOT NULL,
+        body       TEXT NOT NULL
+      );
+      CREATE INDEX sessions_tenant ON sessions (tenant_id);
+
+      CREATE TABLE events (
+        session_id TEXT    NOT NULL,
+        seq        INTEGER NOT NULL,
+        type       TEXT    NOT NULL,
+        turn_id    TEXT    NOT NULL,
+        body       TEXT    NOT NULL,
+        UNIQUE (session_id, seq)
+      );
+
+      CREATE TABLE mailbox (
+        session_id TEXT    NOT NULL,
+        ord        INTEGER NOT NULL,
+        body       TEXT    NOT NULL,
+        UNIQUE (session_id, ord)
+      );
+
+      CREATE TABLE executions (
+        session_id TEXT NOT NULL,
+        call_id    TEXT NOT NULL,
+        body       TEXT NOT NULL
+      );
+      CREATE INDEX executions_session ON executions (session_id);
+
+      CREATE TABLE approvals (
+        approval_id TEXT PRIMARY KEY,
+        session_id  TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        body        TEXT NOT NULL,
+        resolution  TEXT
+      );
+      CREATE INDEX approvals_session ON approvals (session_id);
+      CREATE INDEX approvals_status ON approvals (status);
+
+      CREATE TABLE snapshots (
+        session_id TEXT PRIMARY KEY,
+        body       TEXT NOT NULL
+      );
+    `);
+  },
+];
+
+/**
+ * Brings a database to SQLITE_SCHEMA_VERSION, one transaction per step. A file written by a
+ * newer version is refused rather than misread.
+ */
+export function migrateSqlite(db: Db): void {
+  const from = db.pragma('user_version', { simple: true }) as number;
+  if (from > SQLITE_SCHEMA_VERSION) {
+    throw storeError(
+      'store.schema_too_new',
+      `${db.name}: schema version ${from} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
+      { path: db.name, version: from },
+    );
+  }
+  for (let v = from; v < SQLITE_SCHEMA_VERSION; v++) {
+    const step = MIGRATIONS[v] as (db: Db) => void;
+    db.transaction(() => {
+      step(db);
+      db.pragma(`user_version = ${v + 1}`);
+    }).immediate();
+  }
+}
+
+interface ApprovalRow {
+  body: string;
+  status: ApprovalRecord['status'];
+  resolution: string | null;
+}
+
+function toApproval(row: ApprovalRow): ApprovalRecord {
+  const record = JSON.parse(row.body) as ApprovalRecord;
+  record.status = row.status;
+  if (row.resolution !== null) record.resolution = JSON.parse(row.resolution) as ApprovalRecord['resolution'];
+  return record;
+}
+
+function parseAll<T>(bodies: unknown[]): T[] {
+  const out = new Array<T>(bodies.length);
+  for (let i = 0; i < bodies.length; i++) out[i] = JSON.parse(bodies[i] as string) as T;
+  return out;
+}
+
+/** Opens (or creates) a SQLite store at `path` (kind 'sqlite'). */
+export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionStore {
+  if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
+    throw storeError('store.invalid_argument', "createSqliteStore: options.path must be a file path or ':memory:'");
+  }
+  const sync = options.synchronous ?? 'normal';
+  if (sync !== 'normal' && sync !== 'full') {
+    throw storeError('store.invalid_argument', `createSqliteStore: synchronous must be 'normal' or 'full', got ${JSON.stringify(sync)}`);
+  }
+  let db: Db;
+  try {
+    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
+  } catch (err) {
+    throw new TurnstateError('store.open_failed', `cannot open SQLite store ${options.path}: ${(err as Error).message}`, {
+      cause: err,
+      details: { path: options.path },
+    });
+  }
+  try {
+    // Exclusive before WAL: the WAL index then lives in process memory, not a -shm file.
+    if (options.exclusive === true) db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.pragma(`synchronous = ${sync === 'full' ? 'FULL' : 'NORMAL'}`);
+    migrateSqlite(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+
+  const q = <R = unknown>(sql: string): Statement<unknown[], R> => db.prepare<unknown[], R>(sql);
+
+  const insertSession = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?)');
+  const selectSession = q<string>('SELECT body FROM sessions WHERE id = ?').pluck();
+  const selectSessions = q<string>('SELECT body FROM sessions ORDER BY rowid').pluck();
+  const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY rowid').pluck();
+  const deletes = ['sessions WHERE id', 'events WHERE session_id', 'mailbox WHERE session_id', 'executions WHERE session_id',
+    'approvals WHERE session_id', 'snapshots WHERE session_id'].map((t) => q(`DELETE FROM ${t} = ?`));
+
+  // present, last seq and last mailbox ord of a session, in one statement.
+  const head = q<[number | null, number, number]>(
+    `SELECT (SELECT 1 FROM sessions WHERE id = ?),
+            (SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?),
+            (SELECT coalesce(max(ord), 0) FROM mailbox WHERE session_id = ?)`,
+  ).raw();
+  const insertEvent = q('INSERT INTO events (session_id, seq, type, turn_id, body) VALUES (?, ?, ?, ?, ?)');
+  const insertMailbox = q('INSERT INTO mailbox (session_id, ord, body) VALUES (?, ?, ?)');
+  const insertExecution = q('INSERT INTO executions (session_id, call_id, body) VALUES (?, ?, ?)');
+  // A resolution is final: a commit inserts an approval or updates a pending one of the same session.
+  const upsertApproval = q(
+    `INSERT INTO approvals (approval_id, session_id, status, body, resolution) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT (approval_id) DO UPDATE SET status = excluded.status, body = excluded.body, resolution = excluded.resolution
+     WHERE approvals.status = 'pending' AND approvals.session_id = excluded.session_id`,
+  );
+  const approvalOwner = q<string>('SELECT session_id FROM approvals WHERE approval_id = ?').pluck();
+  const upsertSnapshot = q(
+    'INSERT INTO snapshots (session_id, body) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET body = excluded.body',
+  );
+
+  const selectEvents = q<string>('SELECT body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?').pluck();
+  const selectLastSeq = q<number>('SELECT coalesce(max(seq), 0) FROM events WHERE session_id = ?').pluck();
+  const selectMailbox = q<string>('SELECT body FROM mailbox WHERE session_id = ? ORDER BY ord').pluck();
+  const selectExecutions = q<string>('SELECT body FROM executions WHERE session_id = ? ORDER BY rowid').pluck();
+  const selectSnapshot = q<string>('SELECT body FROM snapshots WHERE session_id = ?').pluck();
+
+  const approvalCols = 'SELECT body, status, resolution FROM approvals';
+  const selectApproval = q<ApprovalRow>(`${approvalCols} WHERE approval_id = ?`);
+  const selectApprovalsAll = q<ApprovalRow>(`${approvalCols} ORDER BY rowid`);
+  const selectApprovalsBySession = q<ApprovalRow>(`${approvalCols} WHERE session_id = ? ORDER BY rowid`);
+  const selectApprovalsByStatus = q<ApprovalRow>(`${approvalCols} WHERE status = ? ORDER BY rowid`);
+  const selectApprovalsBoth = q<ApprovalRow>(`${approvalCols} WHERE session_id = ? AND status = ? ORDER BY rowid`);
+  const resolvePending = q(`UPDATE approvals SET status = ?, resolution = ? WHERE approval_id = ? AND status = 'pending'`);
+
+  const commitTx = db.transaction((sessionId: string, step: StepCommit) => {
+    const [present, lastSeq, lastOrd] = head.get(sessionId, sessionId, sessionId) as [number | null, number, number];
+    if (present === null) throw sessionNotFound(sessionId);
+    checkStep(sessionId, step, lastSeq);
+    const events = step.events;
+    if (events !== undefined) {
+      for (let i = 0; i < events.length; i++) {
+        const e = events[i] as SessionEvent;
+        insertEvent.run(sessionId, e.seq, e.type, e.turnId, JSON.stringify(e));
+      }
+    }
+    const mailbox = step.mailbox;
+    if (mailbox !== undefined) {
+      for (let i = 0; i < mailbox.length; i++) insertMailbox.run(sessionId, lastOrd + i + 1, JSON.stringify(mailbox[i]));
+    }
+    const executions = step.executions;
+    if (executions !== undefined) {
+      for (let i = 0; i < executions.length; i++) {
+        const x = executions[i] as ExecutionRecord;
+        insertExecution.run(sessionId, x.callId, JSON.stringify(x));
+      }
+    }
+    const approvals = step.approvals;
+    if (approvals !== undefined) {
+      for (let i = 0; i < approvals.length; i++) {
+        const a = approvals[i] as ApprovalRecord;
+        const resolution = a.resolution === undefined ? null : JSON.stringify(a.resolution);
+        const r = upsertApproval.run(a.approvalId, sessionId, a.status, JSON.stringify(a), resolution);
+        if (r.changes === 0) {
+          const owner = approvalOwner.get(a.approvalId) as string;
+          if (owner !== sessionId) throw approvalConflict(a.approvalId, owner, sessionId);
+        }
+      }
+    }
+    if (step.snapshot !== undefined) upsertSnapshot.run(sessionId, JSON.stringify(step.snapshot));
+  });
+
+  const deleteTx = db.transaction((id: string) => {
+    for (const d of deletes) d.run(id);
+  });
+
+  const resolveTx = db.transaction((approvalId: string, decision: string, resolution: string) => {
+    const r = resolvePending.run(decision, resolution, approvalId);
+    const row = selectApproval.get(approvalId);
+    if (row === undefined) return undefined;
+    return { changed: r.changes === 1, record: toApproval(row) };
+  });
+
+  let closed = false;
+  const open = (): void => {
+    if (closed) throw storeClosed('sqlite');
+  };
+
+  return {
+    kind: 'sqlite',
+
+    createSession(record) {
+      open();
+      checkRecord(record);
+      try {
+        insertSession.run(record.id, record.tenantId ?? null, record.createdAt, JSON.stringify(record));
+      } catch (err) {
+        if (isConstraint(err)) throw sessionExists(record.id);
+        throw writeFailed('createSession', err);
+      }
+    },
+
+    getSession(id) {
+      open();
+      const body = selectSession.get(id);
+      return body === undefined ? undefined : (JSON.parse(body) as SessionRecord);
+    },
+
+    listSessions(filter) {
+      open();
+      const tenantId = filter?.tenantId;
+      const bodies = tenantId === undefined ? selectSessions.all() : selectSessionsByTenant.all(tenantId);
+      return parseAll<SessionRecord>(bodies);
+    },
+
+    deleteSession(id) {
+      open();
+      deleteTx.immediate(id);
+    },
+
+    commit(sessionId, step) {
+      open();
+      try {
+        commitTx.immediate(sessionId, step);
+      } catch (err) {
+        if (err instanceof TurnstateError) throw err;
+        if (isConstraint(err)) {
+          throw storeError('store.seq_conflict', `session ${sessionId}: the commit collides with stored records; nothing of it was written`, {
+            sessionId,
+          });
+        }
+        throw writeFailed('commit', err);
+      }
+    },
+
+    readEvents(sessionId, afterSeq, limit) {
+      open();
+      const max = checkRead(afterSeq, limit);
+      return parseAll<SessionEvent>(selectEvents.all(sessionId, afterSeq, max === Infinity ? -1 : max));
+    },
+
+    lastSeq(sessionId) {
+      open();
+      return selectLastSeq.get(sessionId) ?? 0;
+    },
+
+    readMailbox(sessionId) {
+      open();
+      return parseAll<MailboxEntry>(selectMailbox.all(sessionId));
+    },
+
+    readExecutions(sessionId) {
+      open();
+      return parseAll<ExecutionRecord>(selectExecutions.all(sessionId));
+    },
+
+    loadSnapshot(sessionId) {
+      open();
+      const body = selectSnapshot.get(sessionId);
+      return body === undefined ? undefined : (JSON.parse(body) as PersistedSession);
+    },
+
+    getApproval(approvalId) {
+      open();
+      const row = selectApproval.get(approvalId);
+      return row === undefined ? undefined : toApproval(row);
+    },
+
+    listApprovals(filter) {
+      open();
+      const { sessionId, status } = filter;
+      const rows =
+        sessionId !== undefined
+          ? status !== undefined
+            ? selectApprovalsBoth.all(sessionId, status)
+            : selectApprovalsBySession.all(sessionId)
+          : status !== undefined
+            ? selectApprovalsByStatus.all(status)
+            : selectApprovalsAll.all();
+      return rows.map(toApproval);
+    },
+
+    resolveApproval(approvalId, resolution) {
+      open();
+      checkResolution(approvalId, resolution);
+      return resolveTx.immediate(approvalId, resolution.decision, JSON.stringify(resolution));
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+
+    info() {
+      open();
+      const level = db.pragma('synchronous', { simple: true }) as number;
+      return {
+        path: options.path,
+        journalMode: db.pragma('journal_mode', { simple: true }) as string,
+        synchronous: level >= 2 ? 'full' : 'normal',
+        lockingMode: db.pragma('locking_mode', { simple: true }) as string,
+        schemaVersion: db.pragma('user_version', { simple: true }) as number,
+      };
+    },
+  };
+}
+
+function isConstraint(err: unknown): boolean {
+  return typeof (err as { code?: unknown } | null)?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_CONSTRAINT');
+}
+
+function writeFailed(what: string, err: unknown): TurnstateError {
+  const message = err instanceof Error ? err.message : String(err);
+  return new TurnstateError('store.write_failed', `sqlite ${what} failed, nothing was written: ${message}`, { cause: err });
+}

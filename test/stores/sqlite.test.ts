@@ -1,0 +1,229 @@
+import { describe, it, expect, afterAll } from 'vitest';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { TurnstateError } from '../../src/errors.js';
+import type { SessionStore } from '../../src/machines/ports.js';
+import { createSqliteStore, SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite.js';
+import { runStoreSuite, session, events, mail, snapshot, approval, resolution } from './store.case.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'turnstate-sqlite-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let files = 0;
+const fresh = (): string => join(dir, `store-${process.pid}-${files++}.db`);
+const paths = new WeakMap<SessionStore, string>();
+
+function open(path: string, exclusive = false): SessionStore {
+  const store = createSqliteStore({ path, exclusive });
+  paths.set(store, path);
+  return store;
+}
+
+runStoreSuite(
+  'sqlite',
+  () => open(fresh()),
+  async (store) => {
+    const path = paths.get(store)!;
+    await store.close();
+    return open(path);
+  },
+);
+
+runStoreSuite(
+  'sqlite exclusive',
+  () => open(fresh(), true),
+  async (store) => {
+    const path = paths.get(store)!;
+    await store.close();
+    return open(path, true);
+  },
+);
+
+runStoreSuite('sqlite :memory:', () => createSqliteStore({ path: ':memory:' }));
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return err instanceof TurnstateError ? err.code : `not a TurnstateError: ${String(err)}`;
+  }
+  return undefined;
+}
+
+describe('sqlite store specifics', () => {
+  it('store:sqlite:wal — a file store runs in WAL mode with synchronous=NORMAL by default, FULL on request', () => {
+    const path = fresh();
+    const store = createSqliteStore({ path });
+    expect(store.info()).toEqual({
+      path,
+      journalMode: 'wal',
+      synchronous: 'normal',
+      lockingMode: 'normal',
+      schemaVersion: SQLITE_SCHEMA_VERSION,
+    });
+    store.close();
+    // The journal mode is persistent: a plain connection sees it too.
+    const raw = new Database(path);
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    raw.close();
+    const full = createSqliteStore({ path, synchronous: 'full' });
+    expect(full.info().synchronous).toBe('full');
+    full.close();
+  });
+
+  it('store:sqlite:exclusive — with exclusive: true the file is locked to the store until it closes', () => {
+    const path = fresh();
+    const store = createSqliteStore({ path, exclusive: true });
+    store.createSession(session('s1'));
+    store.commit('s1', { events: events('s1', 1, 2) });
+    expect(store.info().lockingMode).toBe('exclusive');
+    expect(existsSync(`${path}-shm`)).toBe(false);
+    const other = new Database(path, { timeout: 0 });
+    expect(() => other.prepare('SELECT count(*) FROM events').get()).toThrow(/locked/);
+    other.close();
+    store.close();
+    const after = createSqliteStore({ path });
+    expect(after.lastSeq('s1')).toBe(2);
+    after.close();
+  });
+
+  it('store:sqlite:options — a missing path, an unknown synchronous level or an unopenable file is refused by name', () => {
+    expect(codeOf(() => createSqliteStore({ path: '' }))).toBe('store.invalid_argument');
+    expect(codeOf(() => createSqliteStore({ path: fresh(), synchronous: 'off' as 'full' }))).toBe('store.invalid_argument');
+    expect(codeOf(() => createSqliteStore({ path: join(dir, 'no-such-dir', 'x.db') }))).toBe('store.open_failed');
+  });
+
+  it('store:sqlite:schema — a new file gets user_version 1 and every table; a newer schema is refused', () => {
+    const path = fresh();
+    createSqliteStore({ path }).close();
+    const raw = new Database(path);
+    expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
+    expect(tables).toEqual(['approvals', 'events', 'executions', 'mailbox', 'sessions', 'snapshots']);
+    raw.pragma('user_version = 99');
+    raw.close();
+    expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
+  });
+
+  it('store:sqlite:unique — the (session_id, seq) constraint backs the seq rule', () => {
+    const path = fresh();
+    createSqliteStore({ path }).close();
+    const raw = new Database(path);
+    raw.prepare("INSERT INTO events (session_id, seq, type, turn_id, body) VALUES ('s', 1, 't', 't', '{}')").run();
+    expect(() => raw.prepare("INSERT INTO events (session_id, seq, type, turn_id, body) VALUES ('s', 1, 't', 't', '{}')").run()).toThrow(
+      /UNIQUE/,
+    );
+    raw.close();
+  });
+
+  it('store:commit:atomic-io — a step that fails while being written (unserialisable snapshot) leaves no event, mailbox entry or approval of it', () => {
+    const store = createSqliteStore({ path: fresh() });
+    store.createSession(session('s1'));
+    store.commit('s1', { events: events('s1', 1, 2), mailbox: [mail('kept')], snapshot: snapshot(1) });
+    const bad = { machine: { big: 10n }, host: {} };
+    expect(codeOf(() => store.commit('s1', { events: events('s1', 3, 3), mailbox: [mail('lost')], snapshot: bad }))).toBe(
+      'store.write_failed',
+    );
+    expect(store.lastSeq('s1')).toBe(2);
+    expect(store.readMailbox('s1')).toEqual([mail('kept')]);
+    expect(store.loadSnapshot('s1')).toEqual(snapshot(1));
+    store.commit('s1', { events: events('s1', 3, 1) });
+    expect(store.lastSeq('s1')).toBe(3);
+    store.close();
+  });
+
+  it('store:sqlite:readers — another connection reads committed steps while the store keeps writing (WAL)', () => {
+    const path = fresh();
+    const store = createSqliteStore({ path });
+    store.createSession(session('s1'));
+    store.commit('s1', { events: events('s1', 1, 3) });
+    const reader = createSqliteStore({ path });
+    expect(reader.lastSeq('s1')).toBe(3);
+    store.commit('s1', { events: events('s1', 4, 2) });
+    expect(reader.readEvents('s1', 3)).toEqual(events('s1', 4, 2));
+    reader.close();
+    store.close();
+  });
+
+  it('hitl:approval:first-wins-across-connections — two stores on one file: the first answer wins, the second sees it', () => {
+    const path = fresh();
+    const a = createSqliteStore({ path });
+    const b = createSqliteStore({ path });
+    a.createSession(session('s1'));
+    a.commit('s1', { events: events('s1', 1, 1), approvals: [approval('s1', 'ap1')] });
+    const first = b.resolveApproval('ap1', resolution('approved', 'via-b', 'websocket'));
+    expect(first?.changed).toBe(true);
+    const second = a.resolveApproval('ap1', resolution('denied', 'via-a', 'aap'));
+    expect(second?.changed).toBe(false);
+    expect(second?.record.resolution).toMatchObject({ decision: 'approved', by: { userId: 'via-b' }, via: 'websocket' });
+    // A stale pending copy committed by the other connection does not reopen it.
+    a.commit('s1', { events: events('s1', 2, 1), approvals: [approval('s1', 'ap1')] });
+    expect(b.getApproval('ap1')?.status).toBe('approved');
+    a.close();
+    b.close();
+  });
+
+  /** Runs the crash writer on `path` until it reports `until` commits, then SIGKILLs it. */
+  async function writeUntilKilled(path: string, until: number): Promise<number> {
+    const script = fileURLToPath(new URL('./fixtures/crash-writer.ts', import.meta.url));
+    const child = spawn(process.execPath, ['--import', 'tsx', script, path], {
+      cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    let acknowledged = 0;
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await new Promise<void>((resolve, reject) => {
+      let buf = '';
+      child.stdout.on('data', (d: Buffer) => {
+        buf += d.toString();
+        const lines = buf.split('\n');
+        buf = lines.pop() ?? '';
+        for (const line of lines) {
+          const m = /^committed (\d+)$/.exec(line);
+          if (m !== null) acknowledged = Number(m[1]);
+        }
+        if (acknowledged >= until && !child.killed) {
+          // Unclean: no close(), no checkpoint; the kill lands between or inside transactions.
+          child.kill('SIGKILL');
+          resolve();
+        }
+      });
+      child.on('exit', () => reject(new Error(`writer exited before it was killed: ${stderr}`)));
+    });
+    expect(await exited).toBe('SIGKILL');
+    return acknowledged;
+  }
+
+  it('store:sqlite:crash — after SIGKILL mid-stream (three times over), reopening finds every returned commit and no partial one', async () => {
+    const path = fresh();
+    let acknowledged = 0;
+    for (const until of [150, 400, 700]) {
+      acknowledged = await writeUntilKilled(path, until);
+      // The WAL was never checkpointed away by a clean close.
+      expect(existsSync(`${path}-wal`)).toBe(true);
+    }
+
+    const store = createSqliteStore({ path });
+    const last = store.lastSeq('crash');
+    const steps = last / 5;
+    expect(Number.isInteger(steps)).toBe(true);
+    expect(steps).toBeGreaterThanOrEqual(acknowledged);
+    const evs = store.readEvents('crash', 0);
+    expect(evs.map((e) => e.seq)).toEqual(Array.from({ length: last }, (_, i) => i + 1));
+    expect(evs).toEqual(Array.from({ length: steps }, (_, i) => events('crash', i * 5 + 1, 5, `turn-${i + 1}`)).flat());
+    const mailbox = store.readMailbox('crash');
+    expect(mailbox.length).toBe(steps * 2);
+    expect(mailbox.at(-1)).toEqual(mail(`step ${steps} b`));
+    expect(store.loadSnapshot('crash')).toEqual(snapshot(steps));
+    // And the log continues where it stopped.
+    store.commit('crash', { events: events('crash', last + 1, 1) });
+    expect(store.lastSeq('crash')).toBe(last + 1);
+    store.close();
+  }, 120_000);
+});
