@@ -17,6 +17,7 @@ import { SessionHost, type HostDeps, type HostState } from './host/session-host.
 import { createToolCatalog } from './host/tool-catalog.js';
 import type { SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
+import { createActor } from 'xstate';
 import { createRegistries } from './registries/index.js';
 import { createRespondParser } from './respond/index.js';
 import { EventRouter } from './router/router.js';
@@ -69,6 +70,24 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     return machine;
   };
 
+  // The initial snapshot of the current machine, computed once; sessions differ only in context.entryActor.
+  let initial: { machine: SessionMachine; snapshot: any } | undefined;
+  const initialSnapshot = (entryActor: string) => {
+    const m = getMachine();
+    if (!initial || initial.machine !== m) {
+      const a = createActor(m, {
+        input: {
+          entryActor: '',
+          maxHandoffs: limits.maxHandoffsPerTurn,
+          loop: { maxModelCalls: limits.maxModelCallsPerTurn, maxRespondRetries: limits.maxRespondRetries, maxNudges: limits.maxFreeTextNudges },
+        },
+      });
+      initial = { machine: m, snapshot: a.getPersistedSnapshot() };
+    }
+    const s = initial.snapshot;
+    return { ...s, context: { ...s.context, entryActor } };
+  };
+
   const passivateAfterMs = options.passivateAfterMs ?? 0;
   let sweeper: ReturnType<typeof setInterval> | undefined;
 
@@ -81,6 +100,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     parser: createRespondParser(registries),
     catalog: createToolCatalog(registries),
     machine: getMachine,
+    initialSnapshot,
     limits,
     clock,
     newId,

@@ -22,7 +22,7 @@ import type {
 import { ModelError, TurnstateError } from '../errors.js';
 import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
 import type { SessionMachine } from '../machines/session.machine.js';
-import { deriveHistory } from '../machines/mailbox.js';
+import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
 import { RESPOND_TOOL_NAME, type RespondParser, type RespondResult } from '../respond/index.js';
 import { createRespondStreamParser } from '../respond/stream.js';
@@ -56,6 +56,8 @@ export interface HostDeps {
   parser: RespondParser;
   catalog: ToolCatalog;
   machine: () => SessionMachine;
+  /** The persisted initial snapshot of the current machine for an entry actor (optional fast path). */
+  initialSnapshot?: (entryActor: string) => unknown;
   limits: RuntimeLimits;
   clock: Clock;
   newId: (prefix: string) => string;
@@ -95,6 +97,8 @@ interface ActiveTurn {
   pending: Map<string, PendingCall>;
   abort: AbortController | null;
   interrupted: boolean;
+  /** The last model response read ends the turn: a message arriving now could not be answered in it. */
+  ending?: boolean;
   running: boolean;
   stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
   error?: { code: string; message: string };
@@ -110,6 +114,8 @@ interface HostState {
 
 const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 const RESPOND_OK = 'Recorded.';
+/** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
+const NEVER_ABORTED = new AbortController().signal;
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -163,12 +169,16 @@ export class SessionHost implements SessionHandle {
   private turn: ActiveTurn | null = null;
   private readonly queue: QueuedMessage[] = [];
   private mailboxCache: MailboxEntry[] | null = null;
+  /** Incremental model history per actor (dropped with the mailbox cache). */
+  private histories = new Map<string, HistoryView>();
   /** The turn state last published (turnState.changed `from`). */
   private published: string;
   private idleWaiters: (() => void)[] = [];
   private commitChain: Promise<void> | null = null;
   lastActive: number;
   closed = false;
+  /** Reused across model calls until one is aborted (AbortController is costly to create). */
+  private abortCtl: AbortController | null = null;
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
     this.deps = deps;
@@ -185,9 +195,12 @@ export class SessionHost implements SessionHandle {
         maxNudges: deps.limits.maxFreeTextNudges,
       },
     };
+    // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
+    // than computing the initial state); only the entry actor differs.
+    const snapshot = persisted ? persisted.machine : deps.initialSnapshot?.(record.actor);
     this.actor = createActor(machine, {
       input,
-      ...(persisted ? { snapshot: persisted.machine as any } : {}),
+      ...(snapshot ? { snapshot: snapshot as any } : {}),
       ...(deps.inspect ? { inspect: deps.inspect as any } : {}),
     });
     this.actor.start();
@@ -225,7 +238,8 @@ export class SessionHost implements SessionHandle {
       queue: this.queue.map((q) => ({ turnId: q.turnId, message: q.message, opts: q.opts })),
     };
     if (t) {
-      host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts, usage: t.usage, pending: [...t.pending.values()] };
+      // Copies: a store may keep the object (the memory store does) while the turn goes on.
+      host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
     }
     return { machine: this.actor.getPersistedSnapshot(), host: host as unknown as Record<string, unknown> };
   }
@@ -236,13 +250,29 @@ export class SessionHost implements SessionHandle {
    */
   private commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
     const events = step.events;
-    if (events) for (const e of events) e.seq = ++this.seq;
     if (withSnapshot) step.snapshot = this.persisted();
-    if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
     const run = () => {
-      const r = this.deps.store.commit(this.id, step);
-      if (isPromise(r)) return r.then(() => this.fanout(events));
-      this.fanout(events);
+      // Seqs are assigned when the step is written, and taken back if the write fails.
+      const before = this.seq;
+      if (events) for (const e of events) e.seq = ++this.seq;
+      const landed = () => {
+        if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+        this.fanout(events);
+      };
+      let r: unknown;
+      try {
+        r = this.deps.store.commit(this.id, step);
+      } catch (err) {
+        this.seq = before;
+        throw err;
+      }
+      if (isPromise(r)) {
+        return r.then(landed, (err) => {
+          this.seq = before;
+          throw err;
+        });
+      }
+      landed();
       return undefined;
     };
     if (this.commitChain) {
@@ -273,9 +303,19 @@ export class SessionHost implements SessionHandle {
     return this.mailboxCache;
   }
 
+  private historyFor(actor: string): HistoryView {
+    let h = this.histories.get(actor);
+    if (!h) {
+      h = createHistory(actor);
+      this.histories.set(actor, h);
+    }
+    return h;
+  }
+
   /** Drop in-memory caches (the store keeps everything). */
   trim(): void {
     this.mailboxCache = null;
+    this.histories.clear();
   }
 
   /* ------------------------------------------------------------ SessionHandle */
@@ -376,10 +416,12 @@ export class SessionHost implements SessionHandle {
           { details: { sessionId: this.id, turnId: t?.turnId } },
         );
       }
-      if (policy === 'interrupt' && t && !t.pending.size && this.turnState() === 'awaiting') {
-        await this.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: this.deps.clock.iso(), text: msg.text, ...(msg.principal ? { principal: msg.principal } : {}) }] });
+      if (policy === 'interrupt' && t && !t.pending.size && this.turnState() === 'awaiting' && !t.ending) {
+        // Flag before awaiting: the running call must not finish unaware of the joined message.
+        const joined = this.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: this.deps.clock.iso(), text: msg.text, ...(msg.principal ? { principal: msg.principal } : {}) }] });
         t.interrupted = true;
         t.abort?.abort();
+        await joined;
         return { turnId: t.turnId, queued: false, settled: t.promise };
       }
       const d = deferred<TurnOutcome>();
@@ -636,14 +678,14 @@ export class SessionHost implements SessionHandle {
       turnId: t.turnId,
       actor: actorName,
       system: tools.system,
-      messages: deriveHistory(mailbox, actorName),
+      messages: this.historyFor(actorName).update(mailbox),
       tools: tools.modelTools as ModelTool[],
       toolChoice: actorDef.thinking ? ('auto' as const) : ('any' as const),
       ...(actorDef.model ? { model: actorDef.model } : {}),
       ...(actorDef.maxTokens ? { maxTokens: actorDef.maxTokens } : {}),
       ...(actorDef.thinking ? { thinking: actorDef.thinking } : {}),
     };
-    const abort = new AbortController();
+    const abort = !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     t.abort = abort;
     t.interrupted = false;
     const applied: { block: ToolUseBlock; result: RespondResult }[] = [];
@@ -652,29 +694,35 @@ export class SessionHost implements SessionHandle {
     let stopReason: string = 'end_turn';
     let usage: Usage = ZERO;
     let content: ContentBlock[] = [];
+    const respondBlocks = new Map<number, string>();
     const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
     try {
       for await (const ev of this.deps.model.stream(req, abort.signal) as AsyncIterable<ModelEvent>) {
         switch (ev.type) {
           case 'block.start':
-            if (ev.block.type === 'tool_use' && ev.block.name === RESPOND_TOOL_NAME) {
-              const callId = ev.block.id;
-              streams.set(ev.index, {
+            if (ev.block.type === 'tool_use' && ev.block.name === RESPOND_TOOL_NAME) respondBlocks.set(ev.index, ev.block.id);
+            break;
+          case 'input.delta': {
+            // The incremental parser is created on the first chunk: a call that arrives whole costs nothing.
+            let st = streams.get(ev.index);
+            if (!st) {
+              const callId = respondBlocks.get(ev.index);
+              if (callId === undefined) break;
+              st = {
                 callId,
                 parser: createRespondStreamParser((d) => {
                   if (!d.text && d.partType === undefined) return;
                   const body: SessionEventBody = d.partType === undefined
                     ? { type: 'part.delta', callId, index: d.index, text: d.text }
                     : { type: 'part.delta', callId, index: d.index, partType: d.partType, text: d.text };
-                  const r = this.commit({ events: [this.event(t.turnId, body)] });
-                  if (r) void r;
+                  void this.commit({ events: [this.event(t.turnId, body)] });
                 }),
-              });
+              };
+              streams.set(ev.index, st);
             }
+            st.parser.push(ev.partialJson);
             break;
-          case 'input.delta':
-            streams.get(ev.index)?.parser.push(ev.partialJson);
-            break;
+          }
           case 'block.stop': {
             const b = ev.block;
             if (b.type === 'tool_use') {
@@ -713,6 +761,11 @@ export class SessionHost implements SessionHandle {
       return;
     }
     t.abort = null;
+    if (t.interrupted) {
+      // A message joined after the call's last abort check: this response never saw it.
+      this.actor.send({ type: 'INTERRUPTED' });
+      return;
+    }
     t.usage = addUsage(t.usage, usage);
 
     // Deferred (state-changing) respond() calls: they must be the response's last word.
@@ -741,6 +794,7 @@ export class SessionHost implements SessionHandle {
         mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: RESPOND_TOOL_NAME, content: r.message, isError: true });
       }
     }
+    if (stateChange && this.deps.registries.turnStates.get(stateChange.result.call.turnState)?.meta.isTerminal) t.ending = true;
     const usageEvent = this.event(t.turnId, { type: 'model.usage', actor: actorName, usage, stopReason: stopReason as any });
     await this.commit({ events: [usageEvent], mailbox: mailbox2 });
 
@@ -760,24 +814,24 @@ export class SessionHost implements SessionHandle {
       );
       return;
     }
-    this.actor.send({ type: 'MODEL_DONE' });
     if (toolUses.length > 0) {
-      this.actor.send({ type: 'DISPATCH' });
+      this.actor.send({ type: 'MODEL_DONE', next: 'dispatch' });
       await this.dispatch(t, actorName, toolUses, this.deps.catalog.forActor(actorDef, t.opts));
       if (t.pending.size > 0) {
         this.actor.send({ type: 'HOLD', to: 'suspended' });
         await this.syncState(t, []);
-      } else this.actor.send({ type: 'TOOLS_DONE' });
+      }
+      // Otherwise the loop's next CALL (from `dispatching`) says the results are in.
       return;
     }
     if (rejected > 0) {
-      this.actor.send({ type: 'REJECTED' });
+      this.actor.send({ type: 'MODEL_DONE', next: 'rejected' });
       if (this.turnState() === 'error') await this.failWithPart(t, actorName, 'turn.respond_retries', 'respond() was rejected too many times', 'Sorry, I could not put my answer together. Please try again.', 'error', true);
       return;
     }
     if (applied.length === 0) {
       // Text outside respond() is never delivered: nudge, and after a bound, fail.
-      this.actor.send({ type: 'FREE_TEXT' });
+      this.actor.send({ type: 'MODEL_DONE', next: 'free-text' });
       if (this.turnState() === 'error') {
         await this.failWithPart(t, actorName, 'turn.free_text', 'the model kept writing text outside respond()', 'Sorry, I could not produce an answer. Please try again.', 'error', true);
         return;
@@ -795,7 +849,7 @@ export class SessionHost implements SessionHandle {
       });
       return;
     }
-    this.actor.send({ type: 'NEXT' });
+    this.actor.send({ type: 'MODEL_DONE', next: 'call' });
   }
 
   private isProgress(turnState: string): boolean {
@@ -832,8 +886,11 @@ export class SessionHost implements SessionHandle {
       events.push(this.event(t.turnId, { type: 'part.received', callId, index: i, part, turnState: call.turnState, actor: actorName }));
     }
     const from = this.published;
-    this.actor.send(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
     const def = this.deps.registries.turnStates.get(call.turnState)!;
+    // Responding with the state the turn is already in changes nothing in the machine.
+    if (call.turnState !== from || def.meta.handsOff) {
+      this.actor.send(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
+    }
     if (def.meta.handsOff) {
       // passed: publish the hand-off as it happened, then where the machine went.
       const mailbox: MailboxEntry[] = [{ kind: 'handoff', turnId: t.turnId, at: this.deps.clock.iso(), from: actorName, to: call.passTo!, parts: call.parts }];
@@ -847,9 +904,10 @@ export class SessionHost implements SessionHandle {
       return;
     }
     events.push(this.event(t.turnId, { type: 'turnState.changed', from, to: call.turnState, actor: actorName }));
-    const changed = this.turnState() !== from;
     this.published = this.turnState();
-    await this.commit({ events }, changed);
+    // No snapshot here: a terminal state settles next (persisting it); recovery replays a
+    // terminal turnState.changed found in the log without a turn.settled.
+    await this.commit({ events });
   }
 
   /** Settle the turn as `error` with a user-facing error part. */
@@ -1008,7 +1066,7 @@ export class SessionHost implements SessionHandle {
       sessionId: this.id,
       turnId: t.turnId,
       callId: u.id,
-      signal: new AbortController().signal,
+      signal: NEVER_ABORTED,
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),
@@ -1171,6 +1229,13 @@ export class SessionHost implements SessionHandle {
       else if (e.type === 'tool.result') resulted.add(e.callId);
     }
     for (const m of mailbox) if (m.turnId === t.turnId && m.kind === 'tool_result') resulted.add(m.callId);
+    // A terminal respond() recorded after the last snapshot: settle where the log says the turn went.
+    let lastChange: string | undefined;
+    for (const e of events) if (e.turnId === t.turnId && e.type === 'turnState.changed') lastChange = e.to;
+    if (lastChange && this.deps.registries.turnStates.get(lastChange)?.meta.isTerminal && this.turnState() === 'awaiting') {
+      this.actor.send({ type: 'RESPOND', to: lastChange });
+      this.published = this.turnState();
+    }
     // Parts published after the last persisted snapshot belong to the turn too.
     const seen = new Set(t.parts);
     for (const e of events) if (e.turnId === t.turnId && e.type === 'part.received' && !seen.has(e.part)) {

@@ -1,8 +1,12 @@
 /**
  * The actor machine: one actor's tool-use loop inside a turn.
  *
- *   ready --CALL--> calling --MODEL_DONE--> deciding --DISPATCH--> dispatching --TOOLS_DONE--> ready
- *                                              |--NEXT / REJECTED / FREE_TEXT--> ready
+ *   ready --CALL--> calling --MODEL_DONE{next: dispatch}--> dispatching --CALL--> calling ...
+ *                      `--MODEL_DONE{next: call | rejected | free-text}--> ready
+ *
+ * `MODEL_DONE` carries what the response asked for, so one event decides the next phase; the
+ * next `CALL` from `dispatching` says the tool results are in (one event per phase change, each
+ * costs microseconds on the hot path).
  *
  * Budgets are guards: a model call over `maxModelCalls`, a rejected respond() over
  * `maxRespondRetries`, or free text over `maxNudges` leaves the loop for `exhausted`
@@ -24,13 +28,10 @@ export interface ActorLoopContext {
 
 export type ActorLoopEvent =
   | { type: 'CALL' }
-  | { type: 'MODEL_DONE' }
+  /** What the model response asked for: tools to dispatch, another call, or a retry after a rejection / free text. */
+  | { type: 'MODEL_DONE'; next: 'dispatch' | 'call' | 'rejected' | 'free-text' }
   | { type: 'INTERRUPTED' }
-  | { type: 'REJECTED' }
-  | { type: 'FREE_TEXT' }
-  | { type: 'DISPATCH' }
-  | { type: 'TOOLS_DONE' }
-  | { type: 'NEXT' };
+  | { type: 'TOOLS_DONE' };
 
 export const DEFAULT_LOOP_LIMITS = { maxModelCalls: 16, maxRespondRetries: 2, maxNudges: 2 };
 
@@ -48,6 +49,10 @@ export function initialLoopContext(limits: Partial<typeof DEFAULT_LOOP_LIMITS> =
 
 /** Guards and actions of the loop, shared by the standalone and the embedded machine. */
 export const actorLoopGuards = {
+  next: ({ event }: { event: any }, params: { next: string }) => event.next === params.next,
+  nextWithin: ({ context, event }: { context: ActorLoopContext; event: any }, params: { next: string }) =>
+    event.next === params.next &&
+    (params.next === 'rejected' ? context.rejections < context.maxRespondRetries : context.nudges < context.maxNudges),
   underModelBudget: ({ context }: { context: ActorLoopContext }) => context.modelCalls < context.maxModelCalls,
   underRetryBudget: ({ context }: { context: ActorLoopContext }) => context.rejections < context.maxRespondRetries,
   underNudgeBudget: ({ context }: { context: ActorLoopContext }) => context.nudges < context.maxNudges,
@@ -77,24 +82,26 @@ export function actorLoopStates(exhaustedTarget: string): Record<string, any> {
       },
     },
     calling: {
-      on: { MODEL_DONE: { target: 'deciding' }, INTERRUPTED: { target: 'ready' } },
-    },
-    deciding: {
       on: {
-        DISPATCH: { target: 'dispatching' },
-        NEXT: { target: 'ready' },
-        REJECTED: [
-          { guard: 'underRetryBudget', target: 'ready', actions: [{ type: 'countRejection' }] },
-          exhaust('turn.respond_retries', 'respond() was rejected too many times'),
-        ],
-        FREE_TEXT: [
-          { guard: 'underNudgeBudget', target: 'ready', actions: [{ type: 'countNudge' }] },
+        MODEL_DONE: [
+          { guard: { type: 'next', params: { next: 'dispatch' } }, target: 'dispatching' },
+          { guard: { type: 'next', params: { next: 'call' } }, target: 'ready' },
+          { guard: { type: 'nextWithin', params: { next: 'rejected' } }, target: 'ready', actions: [{ type: 'countRejection' }] },
+          { guard: { type: 'next', params: { next: 'rejected' } }, ...exhaust('turn.respond_retries', 'respond() was rejected too many times') },
+          { guard: { type: 'nextWithin', params: { next: 'free-text' } }, target: 'ready', actions: [{ type: 'countNudge' }] },
           exhaust('turn.free_text', 'the model kept writing text outside respond()'),
         ],
+        INTERRUPTED: { target: 'ready' },
       },
     },
     dispatching: {
-      on: { TOOLS_DONE: { target: 'ready' } },
+      on: {
+        CALL: [
+          { guard: 'underModelBudget', target: 'calling', actions: [{ type: 'countCall' }] },
+          exhaust('turn.model_call_budget', 'the actor made too many model calls in one turn'),
+        ],
+        TOOLS_DONE: { target: 'ready' },
+      },
     },
   };
 }

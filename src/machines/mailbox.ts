@@ -12,19 +12,38 @@ import type { ContentBlock, MailboxEntry, ModelMessage, Part } from '../types.js
 const USER_FACING = new Set(['response', 'clarify', 'error', 'ack']);
 
 export function deriveHistory(mailbox: readonly MailboxEntry[], actor: string): ModelMessage[] {
+  const h = createHistory(actor);
+  return h.update(mailbox);
+}
+
+/**
+ * An incremental view of the history for one actor: `update(mailbox)` folds in only the entries
+ * appended since the last call (the mailbox is append-only). Messages already handed out are
+ * never mutated: merging into the last message replaces it.
+ */
+export interface HistoryView {
+  readonly actor: string;
+  update(mailbox: readonly MailboxEntry[]): ModelMessage[];
+}
+
+export function createHistory(actor: string): HistoryView {
   const out: ModelMessage[] = [];
+  let upTo = 0;
   const push = (role: 'user' | 'assistant', block: ContentBlock) => {
-    const last = out[out.length - 1];
+    const n = out.length;
+    const last = n > 0 ? out[n - 1]! : undefined;
     if (last && last.role === role) {
+      const content = last.content.slice();
       // tool_result blocks must come first in a user message.
       if (role === 'user' && block.type === 'tool_result') {
         let i = 0;
-        while (i < last.content.length && last.content[i]!.type === 'tool_result') i++;
-        last.content.splice(i, 0, block);
-      } else last.content.push(block);
+        while (i < content.length && content[i]!.type === 'tool_result') i++;
+        content.splice(i, 0, block);
+      } else content.push(block);
+      out[n - 1] = { role, content };
     } else out.push({ role, content: [block] });
   };
-  for (const e of mailbox) {
+  const fold = (e: MailboxEntry) => {
     switch (e.kind) {
       case 'user':
         push('user', { type: 'text', text: e.text });
@@ -49,9 +68,22 @@ export function deriveHistory(mailbox: readonly MailboxEntry[], actor: string): 
       case 'data':
         break;
     }
-  }
-  if (out.length > 0 && out[0]!.role !== 'user') out.unshift({ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] });
-  return out;
+  };
+  return {
+    actor,
+    update(mailbox) {
+      if (mailbox.length < upTo) {
+        out.length = 0;
+        upTo = 0;
+      }
+      for (let i = upTo; i < mailbox.length; i++) fold(mailbox[i]!);
+      upTo = mailbox.length;
+      if (out.length > 0 && out[0]!.role !== 'user') {
+        return [{ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] }, ...out];
+      }
+      return out.slice();
+    },
+  };
 }
 
 /** The user-facing text another actor's respond() calls carried. */

@@ -13,7 +13,7 @@ export interface ScriptedModelOptions {
 }
 
 export interface ScriptedModel extends ModelPort {
-  /** Every request received, in order (for assertions). Bounded to the last 1,000. */
+  /** Every request received, in order (for assertions). Bounded to the last 100. */
   readonly requests: ModelRequest[];
   /** Replace the script (e.g. a new scenario in the same runtime). */
   setScript(script: ModelScript): void;
@@ -38,7 +38,7 @@ export function createScriptedModel(script: ModelScript, opts: ScriptedModelOpti
       compiled = compile(next);
     },
     stream(req, signal) {
-      if (requests.length >= 1000) requests.shift();
+      if (requests.length >= 100) requests.shift();
       requests.push(req);
       return play(compiled, req, signal);
     },
@@ -50,6 +50,8 @@ interface CompiledRule {
   rule: ScriptRule;
   text: RegExp | undefined;
   used: number;
+  /** Whether any block uses `$1`..`$9` / `$user` (else inputs are shared, never copied). */
+  templated: boolean;
 }
 interface CompiledScript {
   rules: CompiledRule[];
@@ -65,7 +67,12 @@ function compile(script: ModelScript): CompiledScript {
       if (!rule.respond || !Array.isArray(rule.respond.blocks)) {
         throw new TypeError(`ModelScript: rules[${i}]${rule.id ? ` (${rule.id})` : ''} needs respond.blocks (an array)`);
       }
-      return { rule, text: rule.when?.text === undefined ? undefined : new RegExp(rule.when.text, 'i'), used: 0 };
+      return {
+        rule,
+        text: rule.when?.text === undefined ? undefined : new RegExp(rule.when.text, 'i'),
+        used: 0,
+        templated: /\$(user|[1-9])/.test(JSON.stringify(rule.respond.blocks)),
+      };
     }),
     fallback: script.fallback,
   };
@@ -152,6 +159,7 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   const latest = latestOf(req.messages);
   const call = callIndex(req);
   let chosen: ScriptResponse | undefined;
+  let templated = true;
   let groups: RegExpExecArray | null = null;
   for (const c of script.rules) {
     if (c.rule.times !== undefined && c.used >= c.rule.times) continue;
@@ -160,17 +168,18 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
     groups = m === true ? null : m;
     c.used++;
     chosen = c.rule.respond;
+    templated = c.templated;
     break;
   }
   if (!chosen) chosen = script.fallback ?? missResponse(req, latest);
   if (chosen.fail) {
     throw new ModelError(chosen.fail.code as ModelErrorCode, chosen.fail.message, { retryable: chosen.fail.retryable ?? false });
   }
-  const user = lastUserText(req.messages);
+  const user = templated ? lastUserText(req.messages) : '';
   const content: ContentBlock[] = [];
   let index = 0;
   for (const sb of chosen.blocks) {
-    const block = toBlock(sb, groups, user);
+    const block = toBlock(sb, groups, user, templated);
     if (block.type === 'tool_use') {
       yield { type: 'block.start', index, block: { type: 'tool_use', id: block.id, name: block.name } };
       if (chosen.chunkSize && chosen.chunkSize > 0) {
@@ -200,17 +209,17 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   yield { type: 'message.stop', stopReason, usage, content };
 }
 
-function toBlock(sb: ScriptBlock, groups: RegExpExecArray | null, user: string): ContentBlock {
+function toBlock(sb: ScriptBlock, groups: RegExpExecArray | null, user: string, templated: boolean): ContentBlock {
   switch (sb.type) {
     case 'tool_use':
       return {
         type: 'tool_use',
         id: sb.id ?? `toolu_s${(++idCounter).toString(36)}`,
         name: sb.name,
-        input: substitute(sb.input, groups, user),
+        input: templated ? substitute(sb.input, groups, user) : sb.input,
       };
     case 'text':
-      return { type: 'text', text: substitute(sb.text, groups, user) as string };
+      return { type: 'text', text: templated ? (substitute(sb.text, groups, user) as string) : sb.text };
     case 'thinking':
       return { type: 'thinking', thinking: sb.thinking, signature: sb.signature ?? 'scripted' };
   }
