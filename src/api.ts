@@ -42,6 +42,8 @@ export interface TurnOutcome {
   parts: Part[];
   usage: Usage;
   error?: { code: string; message: string };
+  /** Spec 003 compatibility mode: the last respond_to_user text of the turn, else the final text. */
+  userResponse?: string;
 }
 
 export interface TurnRef {
@@ -104,8 +106,8 @@ export interface RuntimeOptions {
   contextModel?: ModelPort;
   store?: SessionStore;
   registries?: Registries;
-  /** Passed to every XState actor the runtime creates (e.g. @statelyai/inspect). */
-  inspect?: (event: unknown) => void;
+  /** Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspector.inspect`). */
+  inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
   limits?: Partial<RuntimeLimits>;
   /** Decides who may answer an approval (default: same tenant). */
   canAnswerApproval?: (approval: ApprovalRecord, by: Principal) => boolean;

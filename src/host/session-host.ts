@@ -24,7 +24,7 @@ import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionSto
 import type { SessionMachine } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
-import { RESPOND_TOOL_NAME, type RespondParser, type RespondResult } from '../respond/index.js';
+import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracker, type RespondParser, type RespondResult } from '../respond/index.js';
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { EventRouter } from '../router/router.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
@@ -62,7 +62,7 @@ export interface HostDeps {
   clock: Clock;
   newId: (prefix: string) => string;
   canAnswerApproval: (approval: ApprovalRecord, by: Principal) => boolean;
-  inspect?: (event: unknown) => void;
+  inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
   produceLlmContext?: (
     model: ModelPort,
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
@@ -102,6 +102,8 @@ interface ActiveTurn {
   running: boolean;
   stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
   error?: { code: string; message: string };
+  /** Spec 003 compatibility mode: the turn's respond_to_user / mark_work_complete record. */
+  compat?: CompatTracker;
   resolve: (o: TurnOutcome) => void;
   promise: Promise<TurnOutcome>;
 }
@@ -688,7 +690,8 @@ export class SessionHost implements SessionHandle {
     const abort = !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     t.abort = abort;
     t.interrupted = false;
-    const applied: { block: ToolUseBlock; result: RespondResult }[] = [];
+    const compat = actorDef.compat === 'respond_to_user';
+    const applied: { block: ToolUseBlock; result: RespondResult; content: string }[] = [];
     const toolUses: ToolUseBlock[] = [];
     let freeText = '';
     let stopReason: string = 'end_turn';
@@ -727,9 +730,9 @@ export class SessionHost implements SessionHandle {
             const b = ev.block;
             if (b.type === 'tool_use') {
               streams.get(ev.index)?.parser.end();
-              if (b.name === RESPOND_TOOL_NAME) {
-                const result = this.parseRespond(b, actorDef);
-                applied.push({ block: b, result });
+              if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
+                const { result, content } = b.name === RESPOND_TOOL_NAME ? { result: this.parseRespond(b, actorDef), content: RESPOND_OK } : this.compatCall(t, b);
+                applied.push({ block: b, result, content });
                 // Non-terminal calls apply at once (ack/thinking reach subscribers now); a call that
                 // ends or hands off the turn applies when the response ends (it must be the last word).
                 if (result.ok && this.isProgress(result.call.turnState)) await this.applyRespond(t, actorName, result, b.id);
@@ -788,10 +791,10 @@ export class SessionHost implements SessionHandle {
           r = a.result = this.reject('respond:state-change:once', '/turnState', `only one respond() call per model response may change the turn state; "${stateChange.result.call.turnState}" came first`);
         } else stateChange = { result: r, block: a.block };
       }
-      if (r.ok) mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: RESPOND_TOOL_NAME, content: RESPOND_OK, isError: false });
+      if (r.ok) mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
       else {
         rejected++;
-        mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: RESPOND_TOOL_NAME, content: r.message, isError: true });
+        mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: r.message, isError: true });
       }
     }
     if (stateChange && this.deps.registries.turnStates.get(stateChange.result.call.turnState)?.meta.isTerminal) t.ending = true;
@@ -829,6 +832,17 @@ export class SessionHost implements SessionHandle {
       if (this.turnState() === 'error') await this.failWithPart(t, actorName, 'turn.respond_retries', 'respond() was rejected too many times', 'Sorry, I could not put my answer together. Please try again.', 'error', true);
       return;
     }
+    if (applied.length === 0 && compat && freeText.trim() !== '') {
+      // Spec 003: without respond_to_user, the final text is what gets delivered (fallback).
+      t.compat ??= createCompatTracker();
+      t.compat.onAssistantText(freeText);
+      const { result } = this.compatCall(t, { type: 'tool_use', id: `${t.turnId}:fallback`, name: 'mark_work_complete', input: {} });
+      if (result.ok) {
+        this.actor.send({ type: 'MODEL_DONE', next: 'call' });
+        await this.applyRespond(t, actorName, result, `${t.turnId}:fallback`);
+        return;
+      }
+    }
     if (applied.length === 0) {
       // Text outside respond() is never delivered: nudge, and after a bound, fail.
       this.actor.send({ type: 'MODEL_DONE', next: 'free-text' });
@@ -850,6 +864,16 @@ export class SessionHost implements SessionHandle {
       return;
     }
     this.actor.send({ type: 'MODEL_DONE', next: 'call' });
+  }
+
+  /** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
+  private compatCall(t: ActiveTurn, b: ToolUseBlock): { result: RespondResult; content: string } {
+    const tracker = (t.compat ??= createCompatTracker());
+    const r = tracker.onCall(b.name, b.input);
+    if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
+    const parts: Part[] = [];
+    for (const e of r.events) if (e.type === 'part.received') parts.push(e.part);
+    return { result: { ok: true, call: { parts, turnState: r.completed ? 'complete' : 'awaiting' }, events: [] }, content: r.content };
   }
 
   private isProgress(turnState: string): boolean {
@@ -1163,6 +1187,7 @@ export class SessionHost implements SessionHandle {
     await this.commit({ events }, true);
     const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
     if (envelope) outcome.envelope = envelope;
+    if (t.compat?.userResponse !== undefined) outcome.userResponse = t.compat.userResponse;
     if (stop) outcome.stop = stop;
     if (error) outcome.error = error;
     t.resolve(outcome);
