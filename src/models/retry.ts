@@ -1,0 +1,100 @@
+/**
+ * Bounded retries for model calls: exponential backoff with full jitter, capped, honouring a
+ * server's `retry-after`. The caller decides *whether* an attempt may be retried (only when none
+ * of its events reached the consumer); this module decides *when*.
+ */
+import { ModelError } from '../errors.js';
+
+export interface RetryPolicy {
+  /** Retries after the first attempt (default 3; 0 disables). */
+  retries: number;
+  /** Base delay of the exponential backoff (default 500 ms). */
+  baseDelayMs: number;
+  /** Cap of one computed backoff delay (default 8 s). */
+  maxDelayMs: number;
+  /**
+   * The longest `retry-after` honoured (default 60 s). A server asking for longer gets no retry:
+   * the error is thrown with its `retryAfterMs` so the caller can reschedule.
+   */
+  maxRetryAfterMs: number;
+}
+
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+  retries: 3,
+  baseDelayMs: 500,
+  maxDelayMs: 8_000,
+  maxRetryAfterMs: 60_000,
+});
+
+export function resolveRetryPolicy(p: Partial<RetryPolicy> | undefined): RetryPolicy {
+  const r: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...(p ?? {}) };
+  for (const k of ['retries', 'baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
+    const v = r[k];
+    if (!Number.isFinite(v) || v < 0) throw new TypeError(`retry policy: ${k} must be a finite number >= 0 (got ${String(v)})`);
+  }
+  r.retries = Math.floor(r.retries);
+  return r;
+}
+
+/**
+ * Delay before retry number `attempt` (0 for the first retry), or undefined when the error must
+ * not be retried under this policy. A `retryAfterMs` from the server wins over the backoff (it is
+ * a floor, not jittered down); full jitter otherwise: uniform in [0, min(cap, base * 2^attempt)].
+ */
+export function retryDelay(
+  attempt: number,
+  err: ModelError,
+  policy: RetryPolicy,
+  random: () => number = Math.random,
+): number | undefined {
+  if (!err.retryable || err.code === 'model.aborted' || attempt >= policy.retries) return undefined;
+  if (err.retryAfterMs !== undefined) {
+    return err.retryAfterMs > policy.maxRetryAfterMs ? undefined : err.retryAfterMs;
+  }
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** attempt);
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * Parses `retry-after-ms` (milliseconds) or `retry-after` (seconds, or an HTTP date) into
+ * milliseconds; undefined when absent or unreadable.
+ */
+export function parseRetryAfter(headers: { get(name: string): string | null } | undefined | null, now = Date.now()): number | undefined {
+  if (headers === undefined || headers === null || typeof headers.get !== 'function') return undefined;
+  const ms = headers.get('retry-after-ms');
+  if (ms !== null) {
+    const n = Number.parseFloat(ms);
+    if (Number.isFinite(n) && n >= 0) return Math.ceil(n);
+  }
+  const s = headers.get('retry-after');
+  if (s === null) return undefined;
+  const secs = Number.parseFloat(s);
+  if (Number.isFinite(secs) && /^\s*\d+(\.\d+)?\s*$/.test(s)) return Math.max(0, Math.ceil(secs * 1000));
+  const at = Date.parse(s);
+  if (Number.isFinite(at)) return Math.max(0, at - now);
+  return undefined;
+}
+
+/** Resolves after `ms`, or rejects with ModelError model.aborted as soon as `signal` aborts. */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortedError(signal));
+  if (ms <= 0) return Promise.resolve();
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(abortedError(signal));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The error an aborted model call ends with. */
+export function abortedError(signal?: AbortSignal): ModelError {
+  const reason = signal?.reason;
+  const why = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : undefined;
+  return new ModelError('model.aborted', why ? `model call aborted: ${why}` : 'model call aborted', { retryable: false });
+}

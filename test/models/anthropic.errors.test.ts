@@ -1,0 +1,317 @@
+import { inspect } from 'node:util';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ModelError } from '../../src/errors.js';
+import type { ModelErrorCode } from '../../src/errors.js';
+import { createAnthropicModel } from '../../src/models/anthropic.js';
+import type { LoopbackTurn } from '../../src/models/loopback-server.js';
+import { startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
+import { asModelError, collect, request, respondInput, rig, TEST_KEY } from './helpers.js';
+import type { Rig } from './helpers.js';
+
+let r: Rig | undefined;
+afterEach(async () => {
+  await r?.server.close();
+  r = undefined;
+});
+
+const ok = (): LoopbackTurn => ({ content: [{ type: 'tool_use', name: 'respond', input: respondInput('Two options found.'), id: 'toolu_ok' }], split: 4 });
+const never = () => new AbortController().signal;
+
+/** Every error a test produced, checked for the key at the end. */
+const seen: unknown[] = [];
+function expectNoKey(e: unknown): void {
+  seen.push(e);
+  const err = e as Error;
+  for (const s of [err.message, err.stack ?? '', JSON.stringify(err), inspect(err, { depth: 20, showHidden: true }), String((err as { cause?: unknown }).cause)]) {
+    expect(s).not.toContain(TEST_KEY);
+  }
+}
+
+describe('anthropic adapter: error mapping', () => {
+  const cases: Array<[string, LoopbackTurn, ModelErrorCode, boolean, number | undefined]> = [
+    ['429', { fail: { status: 429, retryAfter: 2, message: 'Number of request tokens has exceeded your per-minute rate limit' } }, 'model.rate_limited', true, 429],
+    ['529', { fail: { status: 529, message: 'Overloaded' } }, 'model.overloaded', true, 529],
+    ['500', { fail: { status: 500, message: 'Internal server error' } }, 'model.server_error', true, 500],
+    ['503', { fail: { status: 503 } }, 'model.server_error', true, 503],
+    ['400', { fail: { status: 400, message: 'messages.1: Did not find 1 `tool_result` block(s) at the beginning' } }, 'model.invalid_request', false, 400],
+    ['401', { fail: { status: 401, message: `invalid x-api-key: ${TEST_KEY}` } }, 'model.authentication', false, 401],
+    ['403', { fail: { status: 403 } }, 'model.permission', false, 403],
+    ['404', { fail: { status: 404, message: 'model: claude-nope' } }, 'model.not_found', false, 404],
+  ];
+  it.each(cases)('models:error:%s — HTTP failure maps to its ModelError code', async (_n, turn, code, retryable, status) => {
+    r = await rig([turn], { retry: { retries: 0 } });
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(events).toEqual([]);
+    const e = asModelError(error);
+    expect(e.code).toBe(code);
+    expect(e.retryable).toBe(retryable);
+    expect(e.status).toBe(status);
+    expect(r.server.requests).toHaveLength(1);
+    expectNoKey(e);
+  });
+
+  it('models:error:retry-after — a 429 carries retry-after (seconds and ms headers) as retryAfterMs', async () => {
+    r = await rig([{ fail: { status: 429, retryAfter: 7 } }, { fail: { status: 429, retryAfterMs: 1234 } }], { retry: { retries: 0 } });
+    const a = asModelError((await collect(r.model.stream(request(), never()))).error);
+    const b = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(a.retryAfterMs).toBe(7000);
+    expect(b.retryAfterMs).toBe(1234);
+  });
+
+  it('models:retry:honours-retry-after — the retry waits at least retry-after, then succeeds', async () => {
+    r = await rig([{ fail: { status: 429, retryAfterMs: 150 } }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(events.at(-1)?.type).toBe('message.stop');
+    const [a, b] = r.server.requests;
+    expect(b!.receivedAt - a!.receivedAt).toBeGreaterThanOrEqual(145);
+  });
+
+  it('models:retry:too-long — a retry-after beyond maxRetryAfterMs is not waited for', async () => {
+    r = await rig([{ fail: { status: 429, retryAfter: 120 } }, ok()], { retry: { maxRetryAfterMs: 1000 } });
+    const t0 = Date.now();
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(e.code).toBe('model.rate_limited');
+    expect(e.retryAfterMs).toBe(120_000);
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:retry:recovers — 529 then 500 then success: three requests, one clean event stream', async () => {
+    r = await rig([{ fail: { status: 529 } }, { fail: { status: 500 } }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(r.server.requests).toHaveLength(3);
+    expect(events.filter((e) => e.type === 'block.start')).toHaveLength(1);
+    expect(events.filter((e) => e.type === 'message.stop')).toHaveLength(1);
+  });
+
+  it('models:retry:bounded — retries stop after the configured count (1 + retries requests)', async () => {
+    r = await rig(Array.from({ length: 6 }, () => ({ fail: { status: 500 } })), { retry: { retries: 3 } });
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.server_error');
+    expect(r.server.requests).toHaveLength(4);
+    expect(r.server.pending).toBe(2);
+  });
+
+  it('models:retry:non-retryable — a 400 is never retried', async () => {
+    r = await rig([{ fail: { status: 400 } }, ok()], { retry: { retries: 3 } });
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.invalid_request');
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:error:stream-error-early — an overloaded error event before any block is retried', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, streamError: { afterEvents: 1, type: 'overloaded_error' } }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(r.server.requests).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'block.start')).toHaveLength(1);
+  });
+
+  it('models:error:stream-error-late — an error event after events were yielded is thrown, not retried', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, streamError: { afterEvents: 5, type: 'overloaded_error', message: 'Overloaded' } }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    const e = asModelError(error);
+    expect(e.code).toBe('model.stream_error');
+    expect(e.retryable).toBe(true);
+    expect(e.status).toBeUndefined();
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.some((x) => x.type === 'message.stop')).toBe(false);
+    expect(r.server.requests).toHaveLength(1);
+    expectNoKey(e);
+  });
+
+  it('models:error:stream-error-fatal — an invalid_request_error event is a non-retryable stream_error', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, streamError: { afterEvents: 1, type: 'invalid_request_error', message: 'bad' } }, ok()]);
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.stream_error');
+    expect(e.retryable).toBe(false);
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:error:dropped-late — a connection dropped mid-stream after events is model.connection, not retried', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, dropAfterEvents: 6 }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    const e = asModelError(error);
+    expect(e.code).toBe('model.connection');
+    expect(events.length).toBeGreaterThan(0);
+    expect(r.server.requests).toHaveLength(1);
+    expectNoKey(e);
+  });
+
+  it.each([
+    ['an error event', { streamError: { afterEvents: 10_000, type: 'api_error' } }],
+    ['a dropped connection', { dropAfterEvents: 10_000 }],
+  ])('models:error:after-stop — %s after message_stop changes nothing: the call completes', async (_n, fault) => {
+    r = await rig([{ ...ok(), ...fault }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(events.at(-1)?.type).toBe('message.stop');
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:error:dropped-early — a connection dropped before any block is retried', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, dropAfterEvents: 1 }, ok()]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(events.at(-1)?.type).toBe('message.stop');
+    expect(r.server.requests).toHaveLength(2);
+  });
+
+  it('models:error:connection — an unreachable server is model.connection (retryable)', async () => {
+    const server = await startLoopbackMessagesServer();
+    const url = server.url;
+    await server.close();
+    const model = createAnthropicModel({ apiKey: TEST_KEY, baseURL: url, retry: { retries: 1, baseDelayMs: 1 } });
+    const e = asModelError((await collect(model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.connection');
+    expect(e.retryable).toBe(true);
+    expectNoKey(e);
+  });
+
+  it('models:error:timeout — no response headers within `timeout` is model.timeout (retryable)', async () => {
+    r = await rig([{ ...ok(), delayMs: 2000 }], { timeout: 100, retry: { retries: 0 } });
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.timeout');
+    expect(e.retryable).toBe(true);
+  });
+
+  it('models:error:idle-timeout — a stream that stalls longer than idleTimeout is model.timeout', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, stallAfterEvents: 5 }], { idleTimeout: 150, retry: { retries: 0 } });
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    const e = asModelError(error);
+    expect(e.code).toBe('model.timeout');
+    expect(events.length).toBeGreaterThan(0);
+  });
+
+  it('models:error:idle-before-headers — the idle limit also covers the wait for the response, and retries', async () => {
+    r = await rig([{ ...ok(), delayMs: 2000 }, ok()], { idleTimeout: 100, retry: { retries: 1 } });
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(events.at(-1)?.type).toBe('message.stop');
+    expect(r.server.requests).toHaveLength(2);
+  });
+
+  it('models:stream:early-return — leaving the loop early closes the stream at once', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, stallAfterEvents: 4 }]);
+    const t0 = Date.now();
+    let n = 0;
+    for await (const _ev of r.model.stream(request(), never())) {
+      n++;
+      break;
+    }
+    expect(n).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+
+  it('models:error:refusal — stop_reason refusal arrives as message.stop, not an error', async () => {
+    r = await rig([{ content: [], stopReason: 'refusal' }]);
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(events).toEqual([{ type: 'message.stop', stopReason: 'refusal', usage: expect.any(Object), content: [] }]);
+  });
+
+  it('models:error:no-key — creating the adapter without any key fails clearly', () => {
+    const saved = process.env.ANTHROPIC_API_KEY;
+    delete process.env.ANTHROPIC_API_KEY;
+    try {
+      expect(() => createAnthropicModel({})).toThrow(/no API key/);
+    } finally {
+      if (saved !== undefined) process.env.ANTHROPIC_API_KEY = saved;
+    }
+  });
+});
+
+describe('anthropic adapter: abort', () => {
+  it.each([0, 5])('models:abort:mid-stream — aborting yields model.aborted and no further events (event gap %i ms)', async (gap) => {
+    // gap 0: the whole stream arrives in one chunk, so the SDK already holds the later events.
+    r = await rig([{ ...ok(), split: 2, eventDelayMs: gap }]);
+    const ac = new AbortController();
+    const seenEvents: string[] = [];
+    let after = 0;
+    let error: unknown;
+    try {
+      for await (const ev of r.model.stream(request(), ac.signal)) {
+        if (ac.signal.aborted) after++;
+        seenEvents.push(ev.type);
+        if (ev.type === 'input.delta' && seenEvents.length === 4) ac.abort();
+      }
+    } catch (e) {
+      error = e;
+    }
+    const e = asModelError(error);
+    expect(e.code).toBe('model.aborted');
+    expect(e.retryable).toBe(false);
+    expect(after).toBe(0);
+    expect(seenEvents).toHaveLength(4);
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:abort:stalled — an abort while the stream is stalled ends the iterator promptly', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, stallAfterEvents: 4 }]);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 100);
+    const t0 = Date.now();
+    const { events, error } = await collect(r.model.stream(request(), ac.signal));
+    expect(asModelError(error).code).toBe('model.aborted');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(events.length).toBeGreaterThan(0);
+  });
+
+  it('models:abort:before-headers — an abort while waiting for the response is model.aborted, never retried', async () => {
+    r = await rig([{ ...ok(), delayMs: 3000 }, ok()]);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 80);
+    const { events, error } = await collect(r.model.stream(request(), ac.signal));
+    expect(asModelError(error).code).toBe('model.aborted');
+    expect(events).toEqual([]);
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:abort:during-backoff — an abort during a retry wait ends at once', async () => {
+    r = await rig([{ fail: { status: 529, retryAfter: 20 } }, ok()]);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 80);
+    const t0 = Date.now();
+    const { error } = await collect(r.model.stream(request(), ac.signal));
+    expect(asModelError(error).code).toBe('model.aborted');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(r.server.requests).toHaveLength(1);
+  });
+
+  it('models:abort:already — an already-aborted signal sends nothing', async () => {
+    r = await rig([ok()]);
+    const ac = new AbortController();
+    ac.abort();
+    const { error } = await collect(r.model.stream(request(), ac.signal));
+    expect(asModelError(error).code).toBe('model.aborted');
+    expect(r.server.requests).toHaveLength(0);
+  });
+});
+
+describe('anthropic adapter: secrets', () => {
+  it('models:secrets:never-leak — the API key appears in no error, cause, stack or event', async () => {
+    // A proxy that echoes the key in its error message, with a client built from options.
+    const server = await startLoopbackMessagesServer({
+      script: [{ fail: { status: 401, message: `key ${TEST_KEY} is invalid` } }, { fail: { status: 400, message: `bad ${TEST_KEY}` } }, ok()],
+    });
+    try {
+      const model = createAnthropicModel({ apiKey: TEST_KEY, baseURL: server.url, model: 'claude-test' });
+      for (let i = 0; i < 2; i++) {
+        const { error } = await collect(model.stream(request(), never()));
+        const e = asModelError(error);
+        expect(e.message).toContain('[redacted]');
+        expectNoKey(e);
+      }
+      const { events } = await collect(model.stream(request(), never()));
+      expect(JSON.stringify(events)).not.toContain(TEST_KEY);
+      expect(inspect(model, { depth: 10 })).not.toContain(TEST_KEY);
+      expect(JSON.stringify(server.requests)).not.toContain(TEST_KEY);
+    } finally {
+      await server.close();
+    }
+    expect(seen.length).toBeGreaterThan(5);
+    expect(seen.every((e) => e instanceof ModelError)).toBe(true);
+  });
+});

@@ -1,0 +1,124 @@
+import Anthropic from '@anthropic-ai/sdk';
+import { afterEach, describe, expect, it } from 'vitest';
+import { splitter, startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
+import type { LoopbackMessagesServer } from '../../src/models/loopback-server.js';
+import { respondInput, TEST_KEY } from './helpers.js';
+
+let server: LoopbackMessagesServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const post = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': TEST_KEY, ...headers }, body: JSON.stringify(body) });
+
+function parseSse(text: string): Array<{ event: string; data: any }> {
+  return text
+    .split('\n\n')
+    .filter((f) => f.length > 0)
+    .map((f) => {
+      const lines = f.split('\n');
+      const event = lines.find((l) => l.startsWith('event: '))!.slice(7);
+      const data = JSON.parse(lines.find((l) => l.startsWith('data: '))!.slice(6));
+      return { event, data };
+    });
+}
+
+describe('loopback Messages API server', () => {
+  it('loopback:sse:frames — every frame has an event line matching its data type, in Messages API order', async () => {
+    server = await startLoopbackMessagesServer({
+      script: [
+        {
+          content: [
+            { type: 'thinking', thinking: 'plan', signature: 'sig' },
+            { type: 'tool_use', name: 'respond', input: respondInput('hello'), id: 'toolu_1' },
+          ],
+          split: 5,
+          pingEvery: 3,
+          usage: { inputTokens: 11, outputTokens: 22, cacheReadTokens: 5 },
+        },
+      ],
+    });
+    const res = await post(server.url, { model: 'm', max_tokens: 10, stream: true, messages: [] });
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const frames = parseSse(await res.text());
+    for (const f of frames) expect(f.data.type).toBe(f.event);
+    const kinds = frames.map((f) => f.event).filter((e) => e !== 'ping');
+    expect(kinds[0]).toBe('message_start');
+    expect(kinds.slice(-2)).toEqual(['message_delta', 'message_stop']);
+    expect(frames.filter((f) => f.event === 'ping').length).toBeGreaterThan(2);
+    const deltas = frames.filter((f) => f.event === 'content_block_delta');
+    const sig = deltas.findIndex((f) => f.data.delta.type === 'signature_delta');
+    expect(deltas[sig - 1]!.data.delta.type).toBe('thinking_delta');
+    const json = deltas.filter((f) => f.data.delta.type === 'input_json_delta').map((f) => f.data.delta.partial_json);
+    expect(json.every((c: string) => c.length <= 5)).toBe(true);
+    expect(JSON.parse(json.join(''))).toEqual(respondInput('hello'));
+    const md = frames.find((f) => f.event === 'message_delta')!.data;
+    expect(md.delta.stop_reason).toBe('tool_use');
+    expect(md.usage).toMatchObject({ output_tokens: 22, input_tokens: 11, cache_read_input_tokens: 5 });
+    expect(frames[0]!.data.message.usage).toMatchObject({ input_tokens: 11, output_tokens: 1 });
+  });
+
+  it('loopback:sdk:stream-helper — the SDK\'s messages.stream() assembles the same final message', async () => {
+    const input = respondInput('Two options — £94 and £187.');
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'tool_use', name: 'respond', input, id: 'toolu_9' }], split: { seed: 3 } }] });
+    const client = new Anthropic({ baseURL: server.url, apiKey: TEST_KEY, maxRetries: 0 });
+    const msg = await client.messages.stream({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage();
+    expect(msg.content).toEqual([expect.objectContaining({ type: 'tool_use', id: 'toolu_9', name: 'respond', input })]);
+    expect(msg.stop_reason).toBe('tool_use');
+  });
+
+  it('loopback:json — a non-streaming request gets a JSON message', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'hi there' }] }] });
+    const client = new Anthropic({ baseURL: server.url, apiKey: TEST_KEY, maxRetries: 0 });
+    const msg = await client.messages.create({ model: 'claude-test', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] });
+    expect(msg.content).toEqual([{ type: 'text', text: 'hi there', citations: null }]);
+    expect(msg.stop_reason).toBe('end_turn');
+  });
+
+  it('loopback:script — turns are consumed in order; exhaustion is a clear 400; a fallback answers afterwards', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ fail: { status: 529 } }] });
+    expect((await post(server.url, { stream: false })).status).toBe(529);
+    const res = await post(server.url, { stream: false });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.message).toMatch(/script exhausted/);
+    await server.close();
+    server = await startLoopbackMessagesServer({ fallback: (req) => ({ content: [{ type: 'text', text: `echo ${req.body.messages.length}` }] }) });
+    server.push({ content: [{ type: 'text', text: 'queued' }] });
+    expect(server.pending).toBe(1);
+    const a = await (await post(server.url, { messages: [] })).json();
+    const b = await (await post(server.url, { messages: [1, 2] })).json();
+    expect([a.content[0].text, b.content[0].text]).toEqual(['queued', 'echo 2']);
+    expect(server.requests.map((q) => q.turn)).toEqual([0, -1]);
+  });
+
+  it('loopback:errors — failures carry the API error body and retry-after headers', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ fail: { status: 429, retryAfter: 3, retryAfterMs: 2500 } }] });
+    const res = await post(server.url, {});
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('3');
+    expect(res.headers.get('retry-after-ms')).toBe('2500');
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
+    expect((await fetch(`${server.url}/v1/other`)).status).toBe(404);
+  });
+
+  it('loopback:record — requests are recorded with parsed bodies and without credentials', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [] }] });
+    await post(server.url, { model: 'm', messages: [{ role: 'user', content: 'x' }] }, { authorization: `Bearer ${TEST_KEY}` });
+    const rec = server.requests[0]!;
+    expect(rec.body).toEqual({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
+    expect(rec.auth).toBe('x-api-key');
+    expect(JSON.stringify(rec)).not.toContain(TEST_KEY);
+  });
+
+  it('loopback:split — seeded splits are deterministic and lossless; explicit cut points are honoured', () => {
+    const s = 'abcdefghijklmnopqrstuvwxyz😀é'.repeat(4);
+    const a = splitter({ seed: 9, maxChunk: 7 })(s);
+    const b = splitter({ seed: 9, maxChunk: 7 })(s);
+    expect(a).toEqual(b);
+    expect(a.join('')).toBe(s);
+    expect(splitter([2, 5])('abcdefg')).toEqual(['ab', 'cde', 'fg']);
+    expect(splitter(3)('abcdefg')).toEqual(['abc', 'def', 'g']);
+  });
+});

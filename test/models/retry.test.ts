@@ -1,0 +1,49 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { ModelError } from '../../src/errors.js';
+import { DEFAULT_RETRY_POLICY, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from '../../src/models/retry.js';
+
+const h = (o: Record<string, string>) => new Headers(o);
+
+describe('retry policy', () => {
+  it('models:retry:full-jitter — delays stay within [0, min(cap, base*2^attempt)] and stop after `retries`', () => {
+    const p = resolveRetryPolicy({ retries: 5, baseDelayMs: 100, maxDelayMs: 1000 });
+    const err = new ModelError('model.server_error', 'x', { retryable: true });
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4 }), fc.double({ min: 0, max: 0.9999999, noNaN: true }), (attempt, rnd) => {
+        const d = retryDelay(attempt, err, p, () => rnd)!;
+        expect(d).toBeGreaterThanOrEqual(0);
+        expect(d).toBeLessThanOrEqual(Math.min(1000, 100 * 2 ** attempt));
+      }),
+    );
+    expect(retryDelay(5, err, p)).toBeUndefined();
+  });
+
+  it('models:retry:eligibility — non-retryable and aborted errors get no delay; retry-after wins and is capped', () => {
+    const p = resolveRetryPolicy({});
+    expect(retryDelay(0, new ModelError('model.invalid_request', 'x'), p)).toBeUndefined();
+    expect(retryDelay(0, new ModelError('model.aborted', 'x', { retryable: true }), p)).toBeUndefined();
+    expect(retryDelay(0, new ModelError('model.rate_limited', 'x', { retryable: true, retryAfterMs: 2500 }), p)).toBe(2500);
+    expect(retryDelay(0, new ModelError('model.rate_limited', 'x', { retryable: true, retryAfterMs: 61_000 }), p)).toBeUndefined();
+    expect(DEFAULT_RETRY_POLICY.retries).toBe(3);
+    expect(() => resolveRetryPolicy({ retries: -1 })).toThrow(/retries must be/);
+  });
+
+  it('models:retry:retry-after-parse — ms header, seconds, HTTP date, garbage', () => {
+    expect(parseRetryAfter(h({ 'retry-after-ms': '150' }))).toBe(150);
+    expect(parseRetryAfter(h({ 'retry-after': '2' }))).toBe(2000);
+    expect(parseRetryAfter(h({ 'retry-after-ms': '10', 'retry-after': '2' }))).toBe(10);
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(parseRetryAfter(h({ 'retry-after': 'Thu, 01 Jan 2026 00:00:05 GMT' }), now)).toBe(5000);
+    expect(parseRetryAfter(h({ 'retry-after': 'soon' }))).toBeUndefined();
+    expect(parseRetryAfter(h({}))).toBeUndefined();
+    expect(parseRetryAfter(undefined)).toBeUndefined();
+  });
+
+  it('models:retry:sleep-abort — sleep rejects with model.aborted when the signal fires', async () => {
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 10);
+    await expect(sleep(10_000, ac.signal)).rejects.toMatchObject({ code: 'model.aborted' });
+    await expect(sleep(1, new AbortController().signal)).resolves.toBeUndefined();
+  });
+});
