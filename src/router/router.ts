@@ -56,7 +56,11 @@ export interface ToolDispatch {
   /** The ui-stream view (published as the `tool.result` event's `view`). */
   uiView: unknown;
   isError: boolean;
-  /** The full data of a data-bearing result (an AnnotatedRecord's data, or an object/array result). */
+  /**
+   * The data of a data-bearing result as the envelope may carry it: an AnnotatedRecord's
+   * 'peer-response' view (fields annotated for other destinations only stay out), or an
+   * object/array result as it is.
+   */
   data?: unknown;
   execution: ExecutionRecord;
 }
@@ -220,7 +224,7 @@ export class EventRouter {
               llmView = filterView(result, 'llm-session');
               uiView = filterView(result, 'ui-stream');
             }
-            data = result.data;
+            data = filterView(result, 'peer-response');
           }
         } else {
           error = this.checkOutput(tool, result);

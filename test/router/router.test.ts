@@ -215,7 +215,8 @@ describe('EventRouter.dispatchTool', () => {
     expect(out.isError).toBe(false);
     expect(out.llmContent).toBe('{"pricePerPerson":129}');
     expect(out.uiView).toEqual({ pricePerPerson: 129, note: 'window seats' });
-    expect(out.data).toBe(data);
+    // The envelope's data is the peer-response view: nothing in this record is annotated for it.
+    expect(out.data).toBeUndefined();
     expect(audit).toEqual([{ v: { pricePerPerson: 129, internalCost: 412.5 }, tool: 'flight_search', kind: 'flights' }]);
     expect(email).toEqual([{ note: 'window seats' }]);
     // The log keeps the whole record, so a replay restores an AnnotatedRecord.
@@ -246,13 +247,22 @@ describe('EventRouter.dispatchTool', () => {
     expect(v).toMatchObject({ llmContent: 'null', isError: false });
     const hidden = await router.dispatchTool(
       makeTool({ name: 'hidden', scope: 'generalist', handler: () => annotate({ a: 1 }, { default: ['audit'] }) }), {}, ctx());
-    expect(hidden).toMatchObject({ llmContent: 'null', isError: false, data: { a: 1 } });
+    expect(hidden).toMatchObject({ llmContent: 'null', isError: false });
     expect(hidden.uiView).toBeUndefined();
+    expect(hidden.data).toBeUndefined();
     const big = await router.dispatchTool(makeTool({ name: 'big', scope: 'generalist', handler: () => ({ n: 10n }) }), {}, ctx());
     expect(big.isError).toBe(true);
     expect(big.llmContent).toMatch(/^tool "big" returned a result that is not JSON-serialisable: /);
     expect(big.data).toBeUndefined();
     expectComplete(big.execution);
+  });
+
+  it('router:dispatch:data-peer-view — an AnnotatedRecord is data-bearing through its peer-response view only', async () => {
+    const router = new EventRouter();
+    const data = { to: 'Corfu', flights: [{ flight: 'EJ4521', price: 94 }], margin: 12 };
+    const tool = makeTool({ name: 'search', scope: 'generalist', handler: async () => annotate(data, { fields: { '/margin': ['audit'] } }) });
+    const out = await router.dispatchTool(tool, {}, ctx());
+    expect(out.data).toEqual({ to: 'Corfu', flights: [{ flight: 'EJ4521', price: 94 }] });
   });
 
   it('router:dispatch:data — object and array results are data-bearing; primitives are not', async () => {
