@@ -17,6 +17,7 @@ import { SessionHost, type HostDeps, type HostState } from './host/session-host.
 import { createToolCatalog } from './host/tool-catalog.js';
 import type { SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
+import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
 import { createRegistries } from './registries/index.js';
 import { createRespondParser } from './respond/index.js';
@@ -116,7 +117,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const cutoff = clock.now() - olderThanMs;
     let n = 0;
     for (const [id, h] of hosts) {
-      if (!h.busy && h.lastActive <= cutoff && h.turnState() === 'idle') {
+      if (!h.busy && !h.watched && h.lastActive <= cutoff && h.turnState() === 'idle') {
         h.stop();
         hosts.delete(id);
         n++;
@@ -151,6 +152,41 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     } finally {
       loading.delete(id);
     }
+  };
+
+  /**
+   * What callers hold: a handle that finds its session's live host on every call, so a handle
+   * kept across passivation reactivates the session instead of going stale.
+   */
+  const handles = new Map<string, WeakRef<SessionHandle>>();
+  const live = async (id: string): Promise<SessionHost> => {
+    const h = hosts.get(id) ?? (closed ? undefined : await activate(id));
+    if (!h) {
+      throw new TurnstateError(closed ? 'runtime.closed' : 'session.not_found', closed ? 'the runtime is closed' : `session ${id} no longer exists`);
+    }
+    return h;
+  };
+  const handleFor = (host: SessionHost): SessionHandle => {
+    const id = host.id;
+    const cached = handles.get(id)?.deref();
+    if (cached) return cached;
+    const handle: SessionHandle = {
+      id,
+      record: host.record,
+      send: async (m, o) => (await live(id)).send(m, o),
+      inject: async (i) => (await live(id)).inject(i),
+      answerApproval: async (a, ans, by, via) => (await live(id)).answerApproval(a, ans, by, via),
+      events: (after) => defer(() => from(live(id))).pipe(switchMap((h) => h.events(after))),
+      snapshot: async () => (await live(id)).snapshot(),
+      mailbox: async () => (await live(id)).mailbox(),
+      executions: async () => (await live(id)).executions(),
+      idle: async () => {
+        const h = hosts.get(id);
+        return h ? h.idle() : undefined;
+      },
+    };
+    handles.set(id, new WeakRef(handle));
+    return handle;
   };
 
   const runtime: TurnstateRuntime = {
@@ -189,12 +225,13 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       await store.createSession(record);
       const host = new SessionHost(deps, record, 0);
       hosts.set(record.id, host);
-      return host;
+      return handleFor(host);
     },
 
     async session(id: string) {
       if (closed) return undefined;
-      return activate(id);
+      const host = await activate(id);
+      return host ? handleFor(host) : undefined;
     },
 
     async listSessions(filter) {
@@ -207,6 +244,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       if (!record) return false;
       host?.stop();
       hosts.delete(id);
+      handles.delete(id);
       await store.deleteSession(id);
       return true;
     },

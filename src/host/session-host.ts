@@ -228,6 +228,11 @@ export class SessionHost implements SessionHandle {
     return this.turn !== null || this.queue.length > 0;
   }
 
+  /** Someone is subscribed to the live stream (a watched session is not passivated). */
+  get watched(): boolean {
+    return this.subject.observed;
+  }
+
   /* ------------------------------------------------------------ persistence + publishing */
 
   private event<T extends SessionEventBody>(turnId: string, body: T): SessionEvent {
@@ -647,6 +652,9 @@ export class SessionHost implements SessionHandle {
   }
 
   private async failInternal(t: ActiveTurn, err: unknown): Promise<void> {
+    // A host stopped mid-step (shutdown, passivation of a crashed session) records nothing more;
+    // the unfinished turn resumes from the store on recover().
+    if (this.closed) return;
     const code = err instanceof TurnstateError ? err.code : 'runtime.internal';
     const message = err instanceof Error ? err.message : String(err);
     try {
@@ -731,7 +739,11 @@ export class SessionHost implements SessionHandle {
             if (b.type === 'tool_use') {
               streams.get(ev.index)?.parser.end();
               if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
-                const { result, content } = b.name === RESPOND_TOOL_NAME ? { result: this.parseRespond(b, actorDef), content: RESPOND_OK } : this.compatCall(t, b);
+                let { result, content } = b.name === RESPOND_TOOL_NAME ? { result: this.parseRespond(b, actorDef), content: RESPOND_OK } : this.compatCall(t, b);
+                if (result.ok && this.isProgress(result.call.turnState) && applied.some((a) => a.result.ok && !this.isProgress(a.result.call.turnState))) {
+                  // Nothing may follow a call that ends or hands off the turn.
+                  result = this.reject('respond:state-change:last-call', '/turnState', 'an earlier respond() call in this response ended or handed off the turn; it must be the last call of its response');
+                }
                 applied.push({ block: b, result, content });
                 // Non-terminal calls apply at once (ack/thinking reach subscribers now); a call that
                 // ends or hands off the turn applies when the response ends (it must be the last word).
@@ -795,6 +807,12 @@ export class SessionHost implements SessionHandle {
       else {
         rejected++;
         mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: r.message, isError: true });
+      }
+    }
+    if (stopReason === 'max_tokens' || stopReason === 'model_context_window_exceeded' || stopReason === 'refusal') {
+      // These calls are never dispatched; the history must still answer each tool_use or the next request is refused.
+      for (const u of toolUses) {
+        mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, content: `Not run: the response ended (${stopReason}) before ${u.name} could be called.`, isError: true });
       }
     }
     if (stateChange && this.deps.registries.turnStates.get(stateChange.result.call.turnState)?.meta.isTerminal) t.ending = true;
@@ -1146,6 +1164,8 @@ export class SessionHost implements SessionHandle {
           llmContext = r.part;
           t.usage = addUsage(t.usage, r.usage);
           t.parts.push(llmContext);
+          // The translation is a model call of the turn: turn.settled.usage stays the sum of model.usage.
+          events.push(this.event(t.turnId, { type: 'model.usage', actor: this.ctx().actor ?? this.record.actor, usage: r.usage }));
           events.push(this.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:llm-context`, index: 0, part: llmContext, turnState: state, actor: this.ctx().actor ?? this.record.actor }));
         } catch {
           // llm-context is an enrichment: a failed translation leaves it out, never fails the turn.
@@ -1280,7 +1300,15 @@ export class SessionHost implements SessionHandle {
       const appr = approvals.find((a) => a.callId === c.id);
       if (appr) {
         if (appr.status === 'pending') t.pending.set(c.id, { callId: c.id, tool: c.tool, args: c.args, kind: 'approval', approvalId: appr.approvalId });
-        else toResolve.push(appr);
+        else if (events.some((e) => e.type === 'approval.resolved' && e.approvalId === appr.approvalId)) {
+          // approval.resolved commits before an approved call runs: it may have run, so never again.
+          const reason = appr.resolution?.reason;
+          const content = appr.status === 'denied'
+            ? (reason ? `Tool call denied: ${reason}` : 'Tool call denied')
+            : `The outcome of ${c.tool} is unknown: the runtime restarted while it was running, and it was not run again. Check its effect before calling it again.`;
+          unknownEvents.push(this.event(t.turnId, { type: 'tool.result', callId: c.id, tool: c.tool, view: content, isError: true }));
+          unknownOutcome.push({ kind: 'tool_result', turnId: t.turnId, at: this.deps.clock.iso(), actor: actorName, callId: c.id, tool: c.tool, content, isError: true });
+        } else toResolve.push(appr);
         continue;
       }
       const client = h.pending.find((p) => p.callId === c.id && p.kind === 'client');
@@ -1305,6 +1333,20 @@ export class SessionHost implements SessionHandle {
       t.pending.set(appr.callId, { callId: appr.callId, tool: appr.tool, args: appr.args, kind: 'approval', approvalId: appr.approvalId });
     }
     for (const appr of toResolve) await this.applyResolution(appr);
+    // A state-changing respond() call whose response committed but whose parts and state did not
+    // (it applies in the next step): apply it now; calling the model again would lose it.
+    const lastResponse = mailbox.findLast((m) => m.turnId === t.turnId && m.kind === 'assistant');
+    if (lastResponse?.kind === 'assistant' && t.pending.size === 0) {
+      const def = this.deps.registries.actors.get(lastResponse.actor);
+      for (const b of lastResponse.content) {
+        if (!def || b.type !== 'tool_use' || b.name !== RESPOND_TOOL_NAME) continue;
+        const ack = mailbox.find((m) => m.kind === 'tool_result' && m.callId === b.id);
+        if (!ack || (ack.kind === 'tool_result' && ack.isError)) continue;
+        if (events.some((e) => e.type === 'part.received' && e.callId === b.id)) continue;
+        const r = this.parseRespond(b, def);
+        if (r.ok && !this.isProgress(r.call.turnState)) await this.applyRespond(t, lastResponse.actor, r, b.id);
+      }
+    }
     const now = this.turnState();
     const def = this.deps.registries.turnStates.get(now);
     if (def?.meta.holdsActor) {

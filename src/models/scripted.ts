@@ -26,6 +26,8 @@ interface LatestEntry {
 }
 
 const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
+/** Tool-use ids: a random per-process prefix plus a counter, unique across restarts of a session. */
+const ID_PREFIX = Math.floor(Math.random() * 36 ** 8).toString(36).padStart(8, '0');
 let idCounter = 0;
 
 export function createScriptedModel(script: ModelScript, opts: ScriptedModelOptions = {}): ScriptedModel {
@@ -214,7 +216,7 @@ function toBlock(sb: ScriptBlock, groups: RegExpExecArray | null, user: string, 
     case 'tool_use':
       return {
         type: 'tool_use',
-        id: sb.id ?? `toolu_s${(++idCounter).toString(36)}`,
+        id: sb.id ?? `toolu_${ID_PREFIX}${(++idCounter).toString(36)}`,
         name: sb.name,
         input: templated ? substitute(sb.input, groups, user) : sb.input,
       };

@@ -1,0 +1,169 @@
+/**
+ * `npm start` runs `turnstate serve`: spawned as a child process on a free port, driven with
+ * plain fetch, stopped with SIGTERM, restarted on the same data directory.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { serve } from '../../src/cli/serve.js';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+const dirs: string[] = [];
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'turnstate-serve-'));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+interface Started {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  exited: Promise<number | null>;
+  /** Every process holding the output pipes has exited. */
+  closed: Promise<void>;
+}
+
+/** Spawns `npm start -- --port 0 --data-dir <dir>` in its own process group; resolves on the listening line. */
+async function npmStart(dataDir: string): Promise<Started> {
+  const env = { ...process.env };
+  delete env['ANTHROPIC_API_KEY'];
+  delete env['TURNSTATE_API_KEYS'];
+  const child = spawn('npm', ['start', '--silent', '--', '--port', '0', '--data-dir', dataDir], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const closed = new Promise<void>((r) => child.on('close', () => r()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line within 60 s:\n${out}`)), 60_000);
+    const check = (): void => {
+      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then(() => reject(new Error(`exited before listening:\n${out}`)));
+  });
+  return { child, url, output: () => out, exited, closed };
+}
+
+/** SIGTERM to the server process itself (its pid is on the progress output); npm exits with it. */
+async function stop(s: Started): Promise<number | null> {
+  const pid = Number(/pid: +(\d+)/.exec(s.output())![1]);
+  process.kill(pid, 'SIGTERM');
+  return s.exited;
+}
+
+async function post(url: string, path: string, body: unknown): Promise<any> {
+  const r = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  return { status: r.status, json: await r.json() };
+}
+
+describe('npm start', () => {
+  it('cli:serve:npm-start — starts the travel desk, answers a turn over AAP, shuts down on SIGTERM, and resumes after a restart', async () => {
+    const dataDir = tempDir();
+    const first = await npmStart(dataDir);
+    try {
+      const log = first.output();
+      expect(log).toContain('model:          scripted (travel desk demo script');
+      expect(log).toContain(`data directory: ${dataDir}`);
+      const meta = await (await fetch(`${first.url}/meta`)).json();
+      expect(meta.version).toBe(3);
+      expect(meta.agents.map((a: any) => a.name)).toEqual(['triage']);
+      const created = await post(first.url, '/sessions', { agent: { name: 'triage', tools: [{ name: 'book_flight' }] } });
+      expect(created.status).toBe(201);
+      const sid = created.json.sessionId;
+      const search = await post(first.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'flights to Corfu' }] });
+      expect(search.json.stopReason).toBe('end_turn');
+      expect(search.json.messages.at(-1)).toEqual({
+        role: 'assistant',
+        content: 'I found 2 direct flights to Corfu: TS205 at EUR 42 and TS101 at EUR 94. Say "book TS205" or "book TS101".',
+      });
+      const book = await post(first.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'book TS101' }] });
+      expect(book.json.stopReason).toBe('tool_use');
+      const callId = book.json.messages.at(-1).content.find((b: any) => b.type === 'tool_use').toolCallId;
+
+      expect(await stop(first)).toBe(0);
+      expect(first.output()).toContain('SIGTERM received, shutting down');
+      expect(first.output()).toContain('stopped; everything accepted is stored');
+
+      const second = await npmStart(dataDir);
+      try {
+        expect(second.output()).toMatch(/resumed: +1 unfinished turn\(s\): /);
+        const granted = await post(second.url, `/sessions/${sid}/turns`, { messages: [{ role: 'tool_permission', toolCallId: callId, granted: true }] });
+        expect(granted.status).toBe(200);
+        expect(granted.json.stopReason).toBe('end_turn');
+        expect(granted.json.messages[0]).toMatchObject({ role: 'tool', toolCallId: callId });
+        expect(granted.json.messages.at(-1).content).toMatch(/^Booked: your reference is BK\d{4}\.$/);
+        const hist = await (await fetch(`${second.url}/sessions/${sid}/history?type=full`)).json();
+        expect(hist.history.full.filter((m: any) => m.role === 'user').map((m: any) => m.content)).toEqual(['flights to Corfu', 'book TS101']);
+      } finally {
+        // Ctrl-C in a terminal: SIGINT to the whole process group (npm, tsx and the server).
+        process.kill(-second.child.pid!, 'SIGINT');
+        await second.closed;
+        expect(second.output()).toContain('SIGINT received, shutting down');
+        expect(second.output()).toContain('stopped; everything accepted is stored');
+        expect(second.output()).not.toContain('exiting now');
+      }
+    } finally {
+      if (first.child.exitCode === null) process.kill(-first.child.pid!, 'SIGKILL');
+    }
+  }, 120_000);
+});
+
+describe('npm start, known gap', () => {
+  // The ScriptedModel's tool_use ids carry a random per-process prefix, so they stay unique across restarts.
+  it('aap:tool_call:unique-ids-across-restarts — toolCallIds stay unique within a session across a server restart', async () => {
+    const dataDir = tempDir();
+    const first = await npmStart(dataDir);
+    let sid: string;
+    try {
+      sid = (await post(first.url, '/sessions', { agent: { name: 'triage' } })).json.sessionId;
+      await post(first.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'flights to Corfu' }] });
+    } finally {
+      await stop(first);
+    }
+    const second = await npmStart(dataDir);
+    try {
+      await post(second.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'flights to Oslo' }] });
+      const hist = await (await fetch(`${second.url}/sessions/${sid}/history?type=full`)).json();
+      const ids = hist.history.full.flatMap((m: any) => (typeof m.content === 'string' ? [] : m.content.filter((b: any) => b.type === 'tool_use').map((b: any) => b.toolCallId)));
+      expect(ids).toHaveLength(2);
+      expect(new Set(ids).size).toBe(2);
+    } finally {
+      await stop(second);
+    }
+  }, 120_000);
+});
+
+describe('serve()', () => {
+  it('cli:serve:script — --script plays the given ScriptedModel script; a broken script file is a clear error', async () => {
+    const dir = tempDir();
+    const script = join(dir, 'hello.json');
+    writeFileSync(
+      script,
+      JSON.stringify({ rules: [{ when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { parts: [{ metadata: { partType: 'response' }, text: 'Scripted hello.' }], turnState: 'complete' } }] } }] }),
+    );
+    const lines: string[] = [];
+    const h = await serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data'), script, env: {}, log: (l) => lines.push(l) });
+    try {
+      expect(lines.join('\n')).toContain(`scripted (${script})`);
+      const sid = (await post(h.url, '/sessions', { agent: { name: 'triage' } })).json.sessionId;
+      const r = await post(h.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'hi' }] });
+      expect(r.json).toEqual({ stopReason: 'end_turn', messages: [{ role: 'assistant', content: 'Scripted hello.' }] });
+    } finally {
+      await h.close();
+    }
+    writeFileSync(script, '{ nope');
+    await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data2'), script, env: {}, log: () => {} })).rejects.toThrow(/--script .*not valid JSON/);
+    await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data3'), script: join(dir, 'missing.json'), env: {}, log: () => {} })).rejects.toThrow(/cannot read it \(ENOENT\)/);
+  });
+});
