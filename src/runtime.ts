@@ -47,6 +47,46 @@ function defaultCanAnswer(approval: ApprovalRecord, by: Principal): boolean {
   return approval.tenantId === undefined || approval.tenantId === by.tenantId;
 }
 
+/**
+ * What callers hold: a handle that finds its session's live host on every call, so a handle kept
+ * across passivation reactivates the session instead of going stale. Methods live on the
+ * prototype: a handle costs one small object per session.
+ */
+class SessionRef implements SessionHandle {
+  constructor(
+    readonly id: string,
+    readonly record: SessionRecord,
+    private readonly live: (id: string) => Promise<SessionHost>,
+    private readonly peek: (id: string) => SessionHost | undefined,
+  ) {}
+  async send(m: Parameters<SessionHandle['send']>[0], o?: Parameters<SessionHandle['send']>[1]) {
+    return (this.peek(this.id) ?? (await this.live(this.id))).send(m, o);
+  }
+  async inject(i: Parameters<SessionHandle['inject']>[0]) {
+    return (await this.live(this.id)).inject(i);
+  }
+  async answerApproval(...a: Parameters<SessionHandle['answerApproval']>) {
+    return (await this.live(this.id)).answerApproval(...a);
+  }
+  events(afterSeq?: number) {
+    const h = this.peek(this.id);
+    if (h) return h.events(afterSeq);
+    return defer(() => from(this.live(this.id))).pipe(switchMap((x) => x.events(afterSeq)));
+  }
+  async snapshot() {
+    return (await this.live(this.id)).snapshot();
+  }
+  async mailbox() {
+    return (await this.live(this.id)).mailbox();
+  }
+  async executions() {
+    return (await this.live(this.id)).executions();
+  }
+  async idle() {
+    return this.peek(this.id)?.idle();
+  }
+}
+
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
   const registries = options.registries ?? createRegistries();
@@ -154,10 +194,6 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     }
   };
 
-  /**
-   * What callers hold: a handle that finds its session's live host on every call, so a handle
-   * kept across passivation reactivates the session instead of going stale.
-   */
   const handles = new Map<string, WeakRef<SessionHandle>>();
   const live = async (id: string): Promise<SessionHost> => {
     const h = hosts.get(id) ?? (closed ? undefined : await activate(id));
@@ -167,25 +203,10 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     return h;
   };
   const handleFor = (host: SessionHost): SessionHandle => {
-    const id = host.id;
-    const cached = handles.get(id)?.deref();
+    const cached = handles.get(host.id)?.deref();
     if (cached) return cached;
-    const handle: SessionHandle = {
-      id,
-      record: host.record,
-      send: async (m, o) => (await live(id)).send(m, o),
-      inject: async (i) => (await live(id)).inject(i),
-      answerApproval: async (a, ans, by, via) => (await live(id)).answerApproval(a, ans, by, via),
-      events: (after) => defer(() => from(live(id))).pipe(switchMap((h) => h.events(after))),
-      snapshot: async () => (await live(id)).snapshot(),
-      mailbox: async () => (await live(id)).mailbox(),
-      executions: async () => (await live(id)).executions(),
-      idle: async () => {
-        const h = hosts.get(id);
-        return h ? h.idle() : undefined;
-      },
-    };
-    handles.set(id, new WeakRef(handle));
+    const handle = new SessionRef(host.id, host.record, live, (id) => hosts.get(id));
+    handles.set(host.id, new WeakRef(handle));
     return handle;
   };
 
