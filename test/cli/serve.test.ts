@@ -119,7 +119,7 @@ describe('npm start', () => {
   }, 120_000);
 });
 
-describe('npm start, known gap', () => {
+describe('npm start across restarts', () => {
   // The ScriptedModel's tool_use ids carry a random per-process prefix, so they stay unique across restarts.
   it('aap:tool_call:unique-ids-across-restarts — toolCallIds stay unique within a session across a server restart', async () => {
     const dataDir = tempDir();

@@ -1,0 +1,77 @@
+/**
+ * Command-line parsing for `turnstate`: `--name value`, `--name=value` and boolean flags.
+ * Unknown options are errors naming the option (never silently ignored).
+ */
+
+export interface ServeArgs {
+  port: number;
+  host: string;
+  dataDir: string;
+  script?: string;
+}
+
+export type Command = { kind: 'serve'; args: ServeArgs } | { kind: 'help'; text: string } | { kind: 'version' };
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export const USAGE = `Usage: turnstate <command> [options]
+
+Commands:
+  serve     Run the AAP + SSE/WebSocket server with the travel-desk demo app
+
+Options for serve:
+  --port <n>        Port to listen on (default 8787, 0 picks a free port; env PORT)
+  --host <addr>     Address to bind (default 127.0.0.1; env HOST)
+  --data-dir <dir>  Directory of the SQLite store (default .data; env TURNSTATE_DATA_DIR)
+  --script <file>   Play this ScriptedModel script (JSON) instead of the travel desk's
+  -h, --help        Show this help
+  -v, --version     Show the version
+
+The model: Claude when ANTHROPIC_API_KEY is set, else the travel desk's ScriptedModel
+(or the --script file).`;
+
+const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script']);
+
+export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '-h' || command === '--help') return { kind: 'help', text: USAGE };
+  if (command === '-v' || command === '--version' || command === 'version') return { kind: 'version' };
+  if (command !== 'serve') throw new UsageError(`unknown command "${command}" (commands: serve)`);
+
+  const values = new Map<string, string>();
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    if (arg === '-h' || arg === '--help') return { kind: 'help', text: USAGE };
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    if (!SERVE_OPTIONS.has(name)) throw new UsageError(`unknown option "--${name}" (options: ${[...SERVE_OPTIONS].map((o) => `--${o}`).join(', ')})`);
+    let value: string | undefined;
+    if (eq !== -1) value = arg.slice(eq + 1);
+    else {
+      value = rest[i + 1];
+      i++;
+    }
+    if (value === undefined || value === '') throw new UsageError(`option "--${name}" needs a value`);
+    values.set(name, value);
+  }
+
+  const portText = values.get('port') ?? env['PORT'] ?? '8787';
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`--port must be an integer from 0 to 65535, got "${portText}"`);
+  }
+  const args: ServeArgs = {
+    port,
+    host: values.get('host') ?? env['HOST'] ?? '127.0.0.1',
+    dataDir: values.get('data-dir') ?? env['TURNSTATE_DATA_DIR'] ?? '.data',
+  };
+  const script = values.get('script');
+  if (script !== undefined) args.script = script;
+  return { kind: 'serve', args };
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+/**
+ * The `turnstate` command. `turnstate serve` runs until SIGINT/SIGTERM, then shuts down
+ * gracefully (in-flight requests finish, the store is closed); a second signal a second or more
+ * later exits at once.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, UsageError, USAGE } from './args.js';
+import { PACKAGE_ROOT, serve } from './serve.js';
+
+async function main(argv: string[]): Promise<number> {
+  let command;
+  try {
+    command = parseArgs(argv);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`turnstate: ${err.message}\n\n${USAGE}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  if (command.kind === 'help') {
+    process.stdout.write(`${command.text}\n`);
+    return 0;
+  }
+  if (command.kind === 'version') {
+    const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
+    process.stdout.write(`turnstate ${pkg.version}\n`);
+    return 0;
+  }
+  const handle = await serve(command.args);
+  await new Promise<void>((resolve) => {
+    let stoppingSince = 0;
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stoppingSince > 0) {
+        // Under `npm start` one Ctrl-C arrives twice (from the terminal and relayed by tsx).
+        if (Date.now() - stoppingSince < 1000) return;
+        process.stderr.write(`turnstate: ${signal} again, exiting now\n`);
+        process.exit(130);
+      }
+      stoppingSince = Date.now();
+      process.stdout.write(`turnstate: ${signal} received, shutting down (finishing in-flight requests)\n`);
+      handle.close().then(
+        () => {
+          process.stdout.write('turnstate: stopped; everything accepted is stored\n');
+          resolve();
+        },
+        (err: unknown) => {
+          process.stderr.write(`turnstate: error while shutting down: ${(err as Error).message}\n`);
+          process.exitCode = 1;
+          resolve();
+        },
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+  return process.exitCode === undefined ? 0 : Number(process.exitCode);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`turnstate: ${(err as Error).message ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

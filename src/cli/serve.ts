@@ -1,0 +1,152 @@
+/**
+ * `turnstate serve`: the embedded default. A SQLite store in a data directory, the travel
+ * desk app, the model (Claude when ANTHROPIC_API_KEY is set, else the ScriptedModel playing the
+ * travel desk script or `--script`), AAP plus the SSE/WebSocket streams and the demo page on
+ * one node:http server. Unfinished turns resume on start (`runtime.recover()`).
+ *
+ * Contract: `close()` stops accepting, lets the transports finish what they accepted, then
+ * closes the runtime (its store included); nothing accepted is lost.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Runtime } from '../api.js';
+import type { ModelPort } from '../machines/ports.js';
+import type { ModelScript } from '../models/script.js';
+import { createScriptedModel } from '../models/scripted.js';
+import { createRuntime } from '../runtime.js';
+import { createSqliteStore } from '../stores/sqlite.js';
+import { createAapTransport } from '../transports/aap/index.js';
+import { healthTransport, startServer, type RunningServer } from '../transports/server.js';
+import { createStreamsTransport } from '../transports/streams/index.js';
+import type { Authenticate, HttpTransport } from '../transports/types.js';
+import type { ServeArgs } from './args.js';
+import { authFromEnv } from './auth.js';
+
+export interface ServeOptions extends ServeArgs {
+  env?: NodeJS.ProcessEnv;
+  /** Progress lines (default: stdout). */
+  log?: (line: string) => void;
+  /** Override the authentication hook (default: from TURNSTATE_API_KEYS). */
+  authenticate?: Authenticate;
+}
+
+export interface ServeHandle {
+  readonly url: string;
+  readonly port: number;
+  readonly runtime: Runtime;
+  readonly dataDir: string;
+  readonly modelName: string;
+  close(): Promise<void>;
+}
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+/** The package root: two levels above src/cli (or dist/cli). */
+export const PACKAGE_ROOT = resolve(HERE, '..', '..');
+
+interface TravelDeskModule {
+  createTravelDesk(runtime: Runtime): { agents: { name: string; title: string; description: string }[] };
+  travelDeskScript(): ModelScript;
+}
+
+/**
+ * Loads the travel desk: a compiled `app.js` when present, else the `app.ts` source (directly
+ * under tsx, e.g. `npm start`; through tsx's loader API from the built command).
+ */
+async function loadTravelDesk(): Promise<TravelDeskModule> {
+  const base = join(PACKAGE_ROOT, 'examples', 'travel-desk');
+  if (existsSync(join(base, 'app.js'))) return (await import(pathToFileURL(join(base, 'app.js')).href)) as TravelDeskModule;
+  const source = pathToFileURL(join(base, 'app.ts')).href;
+  try {
+    return (await import(source)) as TravelDeskModule;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+  }
+  let tsImport: (specifier: string, parent: string) => Promise<unknown>;
+  try {
+    const api = 'tsx/esm/api';
+    ({ tsImport } = (await import(api)) as { tsImport: typeof tsImport });
+  } catch {
+    throw new Error(`the travel desk demo (${join(base, 'app.ts')}) is TypeScript: run \`npm start\`, or install tsx next to turnstate`);
+  }
+  return (await tsImport(source, import.meta.url)) as TravelDeskModule;
+}
+
+function readScript(path: string): ModelScript {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`--script ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  try {
+    return JSON.parse(text) as ModelScript;
+  } catch (e) {
+    throw new Error(`--script ${path}: not valid JSON (${(e as Error).message})`);
+  }
+}
+
+export async function serve(opts: ServeOptions): Promise<ServeHandle> {
+  const env = opts.env ?? process.env;
+  const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const dataDir = resolve(opts.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+
+  const desk = await loadTravelDesk();
+  let model: ModelPort;
+  let modelName: string;
+  if (opts.script !== undefined) {
+    model = createScriptedModel(readScript(resolve(opts.script)));
+    modelName = `scripted (${resolve(opts.script)})`;
+  } else if (env['ANTHROPIC_API_KEY'] !== undefined && env['ANTHROPIC_API_KEY'] !== '') {
+    const { createAnthropicModel } = await import('../models/anthropic.js');
+    model = createAnthropicModel({ apiKey: env['ANTHROPIC_API_KEY'] });
+    modelName = 'anthropic (ANTHROPIC_API_KEY is set)';
+  } else {
+    model = createScriptedModel(desk.travelDeskScript());
+    modelName = 'scripted (travel desk demo script; set ANTHROPIC_API_KEY to use Claude)';
+  }
+
+  const dbPath = join(dataDir, 'turnstate.db');
+  const store = createSqliteStore({ path: dbPath });
+  const runtime = createRuntime({ model, store });
+  const app = desk.createTravelDesk(runtime);
+  const authenticate = opts.authenticate ?? authFromEnv(env['TURNSTATE_API_KEYS']);
+
+  const { resumed } = await runtime.recover();
+  const webRoot = join(PACKAGE_ROOT, 'web');
+  const transports: HttpTransport[] = [
+    healthTransport(),
+    createAapTransport({ runtime, authenticate, agents: app.agents }),
+    createStreamsTransport({ runtime, authenticate, ...(existsSync(webRoot) ? { webRoot } : {}) }),
+  ];
+  let server: RunningServer;
+  try {
+    server = await startServer({ runtime, transports, port: opts.port, host: opts.host });
+  } catch (err) {
+    await runtime.close();
+    throw err;
+  }
+  log(`turnstate serve`);
+  log(`  model:          ${modelName}`);
+  log(`  data directory: ${dataDir} (SQLite ${dbPath})`);
+  log(`  agents:         ${app.agents.map((a) => a.name).join(', ')}`);
+  if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
+  log(`  AAP:            ${server.url}/meta`);
+  if (existsSync(webRoot)) log(`  demo page:      ${server.url}/`);
+  log(`  pid:            ${process.pid} (SIGINT or SIGTERM stops it gracefully)`);
+  log(`listening on ${server.url}`);
+
+  let closing: Promise<void> | undefined;
+  return {
+    url: server.url,
+    port: server.port,
+    runtime,
+    dataDir,
+    modelName,
+    close() {
+      closing ??= server.close();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,176 @@
+/**
+ * Follows one turn of a session's event stream through an AapProjector until the turn
+ * stops: settled (`turn.settled`), or waiting for the client (pending approvals or client
+ * tool calls while the session holds the actor).
+ *
+ * Contract: `done` resolves exactly once with the stop reason; after it resolves no item is
+ * emitted. A failing event stream or snapshot ends the turn with `error`.
+ */
+import type { Subscription } from 'rxjs';
+import type { SessionHandle, SessionSnapshot, TurnOutcome } from '../../api.js';
+import type { TurnStateRegistryApi } from '../../registries/types.js';
+import type { SessionEvent } from '../../types.js';
+import type { AapProjector } from './projector.js';
+import type { StopReason } from './types.js';
+
+export interface TurnFollower {
+  /** Set the turn to follow (events of other turns are skipped; earlier ones are buffered until then). */
+  setTurnId(turnId: string): void;
+  /** Ask whether the turn now waits (e.g. once `TurnRef.settled` resolved). */
+  check(): void;
+  /**
+   * The runtime reported how the turn stopped (`TurnRef.settled`). A waiting turn triggers
+   * `check()`; a settled one whose `turn.settled` event does not arrive within `graceMs`
+   * (e.g. the store failed to record it) stops with the outcome's reason.
+   */
+  outcome(o: TurnOutcome, graceMs?: number): void;
+  /** Stop following with this reason (no-op once stopped). */
+  stop(reason: StopReason): void;
+  readonly done: Promise<StopReason>;
+}
+
+export interface FollowOptions {
+  handle: SessionHandle;
+  projector: AapProjector;
+  turnStates: TurnStateRegistryApi;
+  /** Replay starts after this seq. */
+  afterSeq: number;
+  turnId?: string;
+}
+
+/** Whether a snapshot shows the turn waiting for client action. */
+export function isWaiting(snap: SessionSnapshot, turnId: string, turnStates: TurnStateRegistryApi): boolean {
+  if (snap.turnId !== turnId) return false;
+  if (snap.pendingApprovals.length === 0 && snap.pendingClientCalls.length === 0) return false;
+  return turnStates.get(snap.state)?.meta.holdsActor === true;
+}
+
+export function followTurn(opts: FollowOptions): TurnFollower {
+  const { handle, projector, turnStates } = opts;
+  let turnId = opts.turnId;
+  let buffer: SessionEvent[] | undefined = turnId === undefined ? [] : undefined;
+  let stopped = false;
+  let lastSeq = opts.afterSeq;
+  let stopAtSeq: number | undefined;
+  let checking = false;
+  let recheck = false;
+  let resolveDone!: (r: StopReason) => void;
+  const done = new Promise<StopReason>((r) => (resolveDone = r));
+  let sub: Subscription | undefined;
+
+  const stop = (reason: StopReason): void => {
+    if (stopped) return;
+    stopped = true;
+    buffer = undefined;
+    // Unsubscribing synchronously inside `next` is safe with RxJS; deferred when not yet assigned.
+    if (sub !== undefined) sub.unsubscribe();
+    resolveDone(reason);
+  };
+
+  const check = (): void => {
+    if (stopped || turnId === undefined) return;
+    if (checking) {
+      recheck = true;
+      return;
+    }
+    checking = true;
+    const id = turnId;
+    handle.snapshot().then(
+      (snap) => {
+        checking = false;
+        if (stopped) return;
+        if (isWaiting(snap, id, turnStates) && projector.unresolvedCalls().length > 0) {
+          if (lastSeq >= snap.lastSeq) stop('tool_use');
+          else stopAtSeq = snap.lastSeq;
+        } else if (recheck) {
+          recheck = false;
+          check();
+        }
+      },
+      () => {
+        checking = false;
+        stop('error');
+      },
+    );
+  };
+
+  const onEvent = (ev: SessionEvent): void => {
+    if (stopped) return;
+    if (turnId === undefined) {
+      buffer?.push(ev);
+      return;
+    }
+    if (ev.seq <= lastSeq) return;
+    lastSeq = ev.seq;
+    if (ev.turnId !== turnId) return;
+    projector.push(ev);
+    if (projector.settled !== undefined) {
+      stop(projector.stopReason());
+      return;
+    }
+    if (stopAtSeq !== undefined && ev.seq >= stopAtSeq) {
+      stopAtSeq = undefined;
+      if (projector.unresolvedCalls().length > 0) {
+        stop('tool_use');
+        return;
+      }
+    }
+    if (
+      ev.type === 'turnState.changed' ||
+      ev.type === 'approval.requested' ||
+      ev.type === 'tool.result' ||
+      (ev.type === 'tool.called' && ev.side === 'client')
+    ) {
+      if (projector.unresolvedCalls().length > 0) check();
+    }
+  };
+
+  sub = handle.events(opts.afterSeq).subscribe({
+    next: onEvent,
+    error: () => stop('error'),
+    complete: () => stop(projector.settled !== undefined ? projector.stopReason() : 'error'),
+  });
+  if (stopped) sub.unsubscribe();
+
+  return {
+    setTurnId(id) {
+      if (turnId !== undefined || stopped) return;
+      turnId = id;
+      const pending = buffer ?? [];
+      buffer = undefined;
+      for (const ev of pending) onEvent(ev);
+      if (!stopped && projector.unresolvedCalls().length > 0) check();
+    },
+    check,
+    outcome(o, graceMs = 250) {
+      if (stopped) return;
+      if (turnStates.get(o.finalizedBy)?.meta.holdsActor === true) {
+        check();
+        return;
+      }
+      // Normally turn.settled arrives first. Otherwise wait while the stream is still behind
+      // the session (bounded), then stop with the outcome's reason.
+      const deadline = Date.now() + 20 * graceMs;
+      const fromOutcome = (): StopReason =>
+        o.stop === 'max_tokens' || o.stop === 'refusal' || o.stop === 'error'
+          ? o.stop
+          : projector.unresolvedCalls().length > 0
+            ? 'tool_use'
+            : 'end_turn';
+      const tick = (): void => {
+        if (stopped) return;
+        handle.snapshot().then(
+          (snap) => {
+            if (stopped) return;
+            if (lastSeq >= snap.lastSeq || Date.now() >= deadline) stop(fromOutcome());
+            else setTimeout(tick, graceMs).unref();
+          },
+          () => stop('error'),
+        );
+      };
+      setTimeout(tick, graceMs).unref();
+    },
+    stop,
+    done,
+  };
+}

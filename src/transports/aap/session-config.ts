@@ -1,0 +1,70 @@
+/**
+ * A session's AAP configuration (`agent` with tools/options, client `tools`), persisted:
+ * at creation in the session record's metadata, and each override with the user message that
+ * brought it (the `turn.started` event's input metadata). The latest persisted value wins.
+ */
+import type { Runtime, SessionHandle } from '../../api.js';
+import type { SessionRecord } from '../../machines/ports.js';
+import type { AgentConfig, ToolSpec } from './types.js';
+
+export const AAP_METADATA_KEY = 'aap';
+
+export interface AapSessionConfig {
+  agent: AgentConfig;
+  tools: ToolSpec[];
+}
+
+function fromMetadata(value: unknown): Partial<AapSessionConfig> | undefined {
+  if (value === null || typeof value !== 'object') return undefined;
+  return value as Partial<AapSessionConfig>;
+}
+
+export class SessionConfigs {
+  readonly #runtime: Runtime;
+  readonly #cache = new Map<string, AapSessionConfig>();
+
+  constructor(runtime: Runtime) {
+    this.#runtime = runtime;
+  }
+
+  /** The session's current config, from its record plus the overrides persisted with its messages. */
+  async get(session: SessionHandle | SessionRecord): Promise<AapSessionConfig> {
+    const record = 'record' in session ? session.record : session;
+    const cached = this.#cache.get(record.id);
+    if (cached !== undefined) return cached;
+    const base = fromMetadata(record.metadata?.[AAP_METADATA_KEY]);
+    let config: AapSessionConfig = {
+      agent: { name: record.actor, ...(base?.agent ?? {}) },
+      tools: base?.tools ?? [],
+    };
+    const events = await this.#runtime.store.readEvents(record.id, 0);
+    for (const ev of events) {
+      if (ev.type !== 'turn.started') continue;
+      const override = fromMetadata(ev.input.metadata?.[AAP_METADATA_KEY]);
+      if (override !== undefined) config = merge(config, override);
+    }
+    this.#cache.set(record.id, config);
+    return config;
+  }
+
+  /** Remember a config that was persisted with a message (or is about to be). */
+  set(sessionId: string, config: AapSessionConfig): void {
+    this.#cache.set(sessionId, config);
+  }
+
+  forget(sessionId: string): void {
+    this.#cache.delete(sessionId);
+  }
+}
+
+/** Applies an override: tools replace, options merge by key, the agent name never changes. */
+export function merge(config: AapSessionConfig, override: { agent?: Partial<AgentConfig>; tools?: ToolSpec[] }): AapSessionConfig {
+  const agent: AgentConfig = { name: config.agent.name };
+  const tools = override.agent?.tools ?? config.agent.tools;
+  if (tools !== undefined) agent.tools = tools;
+  const options = config.agent.options === undefined && override.agent?.options === undefined
+    ? undefined
+    : { ...(config.agent.options ?? {}), ...(override.agent?.options ?? {}) };
+  if (options !== undefined) agent.options = options;
+  return { agent, tools: override.tools ?? config.tools };
+}

@@ -1,0 +1,379 @@
+/**
+ * `POST /sessions/{id}/turns`: a user turn, or the re-submission of client tool results and
+ * tool permissions after a `tool_use` stop, streamed (`delta`, `message`) or answered as one
+ * JSON body (`none`).
+ *
+ * Contract: every check happens before anything is applied, so a 4xx changes nothing; once the
+ * response has started, it ends with exactly one `turn_stop` (SSE) or one JSON body.
+ * `tool_permission` answers go through `SessionHandle.answerApproval(..., 'aap')`, the same
+ * path as every other channel: the first answer wins, a later one is a 409 naming the first.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Runtime, SendOptions, SessionHandle, SessionSnapshot } from '../../api.js';
+import type { ApprovalRecord, Principal } from '../../types.js';
+import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
+import { checkClientTools, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
+import { followTurn } from './follow.js';
+import { MessageBuilder } from './messages.js';
+import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
+import { AAP_METADATA_KEY, merge, type AapSessionConfig, type SessionConfigs } from './session-config.js';
+import type {
+  AapContentBlock,
+  AapToolMessage,
+  AapToolPermissionMessage,
+  SessionTurnRequest,
+  StopReason,
+  StreamMode,
+} from './types.js';
+
+export interface TurnRequestContext {
+  runtime: Runtime;
+  handle: SessionHandle;
+  principal: Principal;
+  agent: ResolvedAgent;
+  configs: SessionConfigs;
+  config: AapSessionConfig;
+  body: SessionTurnRequest;
+  mode: StreamMode;
+  classify: (partType: string) => PartClass;
+  req: IncomingMessage;
+  res: ServerResponse;
+  heartbeatMs: number;
+}
+
+export async function runTurnRequest(ctx: TurnRequestContext): Promise<void> {
+  const { body, agent } = ctx;
+  let users = 0;
+  for (const m of body.messages) if (m.role === 'user') users++;
+  if (users > 0 && users < body.messages.length) {
+    throw new HttpError(
+      400,
+      'messages.mixed',
+      'a turn carries either user message(s) or tool results and tool permissions, never both',
+      { path: '/messages' },
+    );
+  }
+  if (body.agent?.tools !== undefined) checkServerTools(agent, body.agent.tools, '/agent/tools');
+  if (body.agent?.options !== undefined) checkOptions(agent, body.agent.options, '/agent/options');
+  if (body.tools !== undefined) checkClientTools(agent, body.tools, '/tools');
+  const override: { agent?: SessionTurnRequest['agent']; tools?: SessionTurnRequest['tools'] } = {};
+  if (body.agent !== undefined) override.agent = body.agent;
+  if (body.tools !== undefined) override.tools = body.tools;
+  const next = body.agent === undefined && body.tools === undefined ? ctx.config : merge(ctx.config, override);
+  if (users > 0) await userTurn(ctx, next);
+  else await resumeTurn(ctx, next);
+}
+
+/* ------------------------------------------------------------------ user turn */
+
+async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promise<void> {
+  const { handle, body } = ctx;
+  const parts: string[] = [];
+  body.messages.forEach((m, i) => {
+    if (m.role === 'user') parts.push(textOf(m.content, `/messages/${i}/content`));
+  });
+  const text = parts.join('\n\n');
+  if (text.trim() === '') {
+    throw new HttpError(400, 'content.empty', 'the user message has no text', { path: '/messages/0/content' });
+  }
+  const snap = await handle.snapshot();
+  const waiting = pendingIds(snap);
+  if (waiting.length > 0) {
+    throw new HttpError(
+      409,
+      'turn.awaiting_tool_results',
+      `session "${handle.id}" waits for the results or permissions of tool calls ${waiting.map((id) => `"${id}"`).join(', ')}: ` +
+        'submit them (role "tool" / "tool_permission") before a new user message',
+      { details: { pendingToolCallIds: waiting } },
+    );
+  }
+  const changed = next !== ctx.config;
+  const opts: SendOptions = {
+    principal: ctx.principal,
+    enabledTools: enabledToolNames(ctx.agent, next.agent),
+    standingApprovals: trustedToolNames(next.agent),
+  };
+  if (next.tools.length > 0) opts.clientTools = next.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+
+  const run = startRun(ctx, snap.lastSeq, []);
+  let ref;
+  try {
+    ref = await handle.send(changed ? { text, metadata: { [AAP_METADATA_KEY]: next } } : { text }, opts);
+  } catch (err) {
+    run.follower.stop('error');
+    throw err;
+  }
+  if (changed) ctx.configs.set(handle.id, next);
+  run.begin(ref.turnId);
+  ref.settled.then(
+    (outcome) => run.follower.outcome(outcome),
+    () => run.follower.stop('error'),
+  );
+  await run.finished;
+}
+
+/* ------------------------------------------------------------------ re-submission */
+
+type Answer =
+  | { kind: 'tool'; message: AapToolMessage; content: string }
+  | { kind: 'permission'; message: AapToolPermissionMessage; approval: ApprovalRecord };
+
+async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promise<void> {
+  const { handle, body, runtime } = ctx;
+  const snap = await handle.snapshot();
+  const approvals = new Map(snap.pendingApprovals.map((a) => [a.callId, a]));
+  const clientCalls = new Map(snap.pendingClientCalls.map((c) => [c.callId, c]));
+  const pending = pendingIds(snap);
+  const pendingList = pending.length === 0 ? 'none' : pending.map((id) => `"${id}"`).join(', ');
+  const answers: Answer[] = [];
+  const seen = new Set<string>();
+  let resolvedElsewhere: ApprovalRecord[] | undefined;
+
+  for (let i = 0; i < body.messages.length; i++) {
+    const m = body.messages[i]!;
+    if (m.role === 'user') continue;
+    const path = `/messages/${i}/toolCallId`;
+    if (seen.has(m.toolCallId)) throw new HttpError(400, 'tool.duplicate_answer', `tool call "${m.toolCallId}" is answered twice in this request`, { path });
+    seen.add(m.toolCallId);
+    if (m.role === 'tool') {
+      if (clientCalls.has(m.toolCallId)) {
+        answers.push({ kind: 'tool', message: m, content: textOf(m.content, `/messages/${i}/content`) });
+        continue;
+      }
+      if (approvals.has(m.toolCallId)) {
+        throw new HttpError(
+          400,
+          'tool.wrong_role',
+          `tool call "${m.toolCallId}" is a server tool waiting for permission: answer it with a "tool_permission" message, not a "tool" result`,
+          { path: `/messages/${i}/role` },
+        );
+      }
+      throw new HttpError(400, 'tool.not_pending', `no pending client tool call "${m.toolCallId}" in session "${handle.id}" (pending: ${pendingList})`, { path });
+    }
+    const approval = approvals.get(m.toolCallId);
+    if (approval !== undefined) {
+      answers.push({ kind: 'permission', message: m, approval });
+      continue;
+    }
+    if (clientCalls.has(m.toolCallId)) {
+      throw new HttpError(
+        400,
+        'tool.wrong_role',
+        `tool call "${m.toolCallId}" is a client-side tool call: answer it with a "tool" message carrying its result, not a "tool_permission"`,
+        { path: `/messages/${i}/role` },
+      );
+    }
+    resolvedElsewhere ??= await runtime.store.listApprovals({ sessionId: handle.id });
+    const earlier = resolvedElsewhere.filter((a) => a.callId === m.toolCallId && a.status !== 'pending').pop();
+    if (earlier !== undefined) throw alreadyResolved(m.toolCallId, earlier);
+    throw new HttpError(400, 'tool.not_pending', `no pending tool call "${m.toolCallId}" waits for permission in session "${handle.id}" (pending: ${pendingList})`, { path });
+  }
+  const missing = pending.filter((id) => !seen.has(id));
+  if (missing.length > 0) {
+    throw new HttpError(
+      400,
+      'tool.results_missing',
+      `every pending tool call must be answered in one request; missing: ${missing.map((id) => `"${id}"`).join(', ')}`,
+      { path: '/messages', details: { missingToolCallIds: missing } },
+    );
+  }
+  if (snap.turnId === undefined) throw new HttpError(400, 'tool.not_pending', `session "${handle.id}" has no turn waiting for tool results`, { path: '/messages' });
+  if (next !== ctx.config) ctx.configs.set(handle.id, next);
+
+  const turnId = snap.turnId;
+  const known: { callId: string; side: CallSide; turnId: string }[] = [
+    ...snap.pendingApprovals.map((a) => ({ callId: a.callId, side: 'untrusted' as const, turnId })),
+    ...snap.pendingClientCalls.map((c) => ({ callId: c.callId, side: 'client' as const, turnId })),
+  ];
+  const run = startRun(ctx, snap.lastSeq, known);
+  let applied = 0;
+  try {
+    // Client results first: the turn resumes once the last pending call is answered.
+    for (const a of answers) {
+      if (a.kind !== 'tool') continue;
+      const ref = await handle.inject({ kind: 'client-tool-result', callId: a.message.toolCallId, content: a.content, principal: ctx.principal });
+      if (ref !== undefined && ref.turnId === snap.turnId) {
+        ref.settled.then(
+          (outcome) => run.follower.outcome(outcome),
+          () => run.follower.stop('error'),
+        );
+      }
+      applied++;
+    }
+    for (const a of answers) {
+      if (a.kind !== 'permission') continue;
+      const answer: { approved: boolean; reason?: string } = { approved: a.message.granted };
+      if (a.message.reason !== undefined) answer.reason = a.message.reason;
+      const result = await handle.answerApproval(a.approval.approvalId, answer, ctx.principal, 'aap');
+      if (!result.ok) {
+        if (result.code === 'approval.already_resolved') throw alreadyResolved(a.message.toolCallId, result.record, applied);
+        if (result.code === 'approval.forbidden') throw new HttpError(403, result.code, result.message);
+        throw new HttpError(400, 'tool.not_pending', result.message, { path: '/messages' });
+      }
+      applied++;
+    }
+  } catch (err) {
+    run.follower.stop('error');
+    throw err;
+  }
+  run.begin(snap.turnId);
+  await run.finished;
+}
+
+function alreadyResolved(toolCallId: string, record: ApprovalRecord, applied = 0): HttpError {
+  const r = record.resolution;
+  const who = r === undefined ? 'unknown' : r.by.userId ?? r.by.personId ?? 'an unnamed principal';
+  const decision = r?.decision ?? record.status;
+  const reason = r?.reason === undefined ? '' : ` (reason: ${r.reason})`;
+  return new HttpError(
+    409,
+    'approval.already_resolved',
+    `tool call "${toolCallId}" (approval "${record.approvalId}") was already resolved: ${decision} by ${who} via ${r?.via ?? 'unknown'}` +
+      `${r?.at === undefined ? '' : ` at ${r.at}`}${reason}; this answer changed nothing` +
+      (applied > 0 ? ` (the ${applied} earlier answer(s) of this request were applied)` : ''),
+    {
+      details: {
+        toolCallId,
+        approvalId: record.approvalId,
+        decision,
+        ...(r === undefined ? {} : { via: r.via, at: r.at, by: r.by }),
+      },
+    },
+  );
+}
+
+/* ------------------------------------------------------------------ the response */
+
+interface Run {
+  follower: ReturnType<typeof followTurn>;
+  /** Start the response and follow this turn. */
+  begin(turnId: string): void;
+  finished: Promise<void>;
+}
+
+function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: string; side: CallSide; turnId: string }[]): Run {
+  const { res, mode } = ctx;
+  const sink = mode === 'none' ? jsonSink(res) : sseSink(res, ctx.heartbeatMs);
+  const projector = new AapProjector({
+    granularity: mode === 'delta' ? 'delta' : 'whole',
+    classify: ctx.classify,
+    emit: sink.item,
+    knownCalls: known,
+  });
+  const follower = followTurn({ handle: ctx.handle, projector, turnStates: ctx.runtime.registries.turnStates, afterSeq });
+  let closed = false;
+  let begun = false;
+  const onClose = (): void => {
+    closed = true;
+    follower.stop('end_turn');
+  };
+  res.once('close', onClose);
+  // Before `begin` nothing is written: a refusal (4xx) is answered by the caller's error path.
+  const finished = follower.done.then((reason) => {
+    res.off('close', onClose);
+    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls());
+  });
+  return {
+    follower,
+    begin(turnId) {
+      begun = true;
+      sink.start();
+      follower.setTurnId(turnId);
+    },
+    finished,
+  };
+}
+
+interface Sink {
+  start(): void;
+  item: (item: AapItem) => void;
+  finish(reason: StopReason, unresolved: string[]): void;
+}
+
+function jsonSink(res: ServerResponse): Sink {
+  const builder = new MessageBuilder({ includeUser: false, includeClientResults: false, includeThinking: true });
+  return {
+    start() {},
+    item: builder.push,
+    finish(reason, unresolved) {
+      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved) });
+      if (res.headersSent || res.writableEnded) return;
+      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
+      res.end(body);
+    },
+  };
+}
+
+function sseSink(res: ServerResponse, heartbeatMs: number): Sink {
+  let timer: NodeJS.Timeout | undefined;
+  let ended = false;
+  const write = (frame: string): void => {
+    if (!ended && !res.writableEnded && !res.destroyed) res.write(frame);
+  };
+  return {
+    start() {
+      startSse(res);
+      write(formatSse('turn_start', '{}'));
+      if (heartbeatMs > 0) {
+        timer = setInterval(() => write(formatSseComment('keep-alive')), heartbeatMs);
+        timer.unref();
+      }
+    },
+    item(item) {
+      switch (item.kind) {
+        case 'text_delta':
+          write(formatSse('text_delta', { delta: item.delta }));
+          return;
+        case 'thinking_delta':
+          write(formatSse('thinking_delta', { delta: item.delta }));
+          return;
+        case 'text':
+          write(formatSse('text', { text: item.text }));
+          return;
+        case 'thinking':
+          write(formatSse('thinking', { thinking: item.thinking }));
+          return;
+        case 'tool_call':
+          write(formatSse('tool_call', { toolCallId: item.toolCallId, name: item.name, input: item.input }));
+          return;
+        case 'tool_result':
+          if (item.side !== 'client') write(formatSse('tool_result', { toolCallId: item.toolCallId, content: item.content }));
+          return;
+        case 'user':
+          return;
+      }
+    },
+    finish(reason) {
+      if (timer !== undefined) clearInterval(timer);
+      if (!res.headersSent) startSse(res);
+      write(formatSse('turn_stop', { stopReason: reason }));
+      ended = true;
+      if (!res.writableEnded) res.end();
+    },
+  };
+}
+
+/* ------------------------------------------------------------------ helpers */
+
+function pendingIds(snap: SessionSnapshot): string[] {
+  return [...snap.pendingApprovals.map((a) => a.callId), ...snap.pendingClientCalls.map((c) => c.callId)];
+}
+
+/** Text of a string or text-block content; other blocks are refused (the agent declares no image input). */
+function textOf(content: string | AapContentBlock[], path: string): string {
+  if (typeof content === 'string') return content;
+  let out = '';
+  content.forEach((b, j) => {
+    if (b.type === 'text' && typeof (b as { text?: unknown }).text === 'string') {
+      out += out === '' ? b.text : `\n${b.text}`;
+      return;
+    }
+    throw new HttpError(
+      400,
+      'content.unsupported',
+      b.type === 'text' ? 'a text block needs a string "text"' : `content blocks of type "${String(b.type)}" are not supported here (only "text")`,
+      { path: `${path}/${j}` },
+    );
+  });
+  return out;
+}

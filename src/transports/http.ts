@@ -1,0 +1,336 @@
+/**
+ * Shared HTTP helpers for every transport served on node:http: bounded JSON bodies, JSON
+ * responses and error bodies `{ error: { code, message, path? } }`, a small path router,
+ * the authentication step and SSE framing.
+ *
+ * Contract: every helper here that writes a response writes it completely (headers + body)
+ * or not at all; none throws after headers are sent.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TurnstateError } from '../errors.js';
+import type { Principal } from '../types.js';
+import type { Authenticate } from './types.js';
+
+/** Default request-body limit (1 MiB). */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+
+/** The JSON error body every transport answers with. */
+export interface JsonErrorBody {
+  error: { code: string; message: string; path?: string; details?: Record<string, unknown> };
+}
+
+/** An error that maps directly to an HTTP status and a JSON error body. */
+export class HttpError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly path: string | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    opts: { path?: string; details?: Record<string, unknown>; headers?: Record<string, string>; cause?: unknown } = {},
+  ) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'HttpError';
+    this.status = status;
+    this.code = code;
+    this.path = opts.path;
+    this.details = opts.details;
+    this.headers = opts.headers;
+  }
+
+  toBody(): JsonErrorBody {
+    const error: JsonErrorBody['error'] = { code: this.code, message: this.message };
+    if (this.path !== undefined) error.path = this.path;
+    if (this.details !== undefined) error.details = this.details;
+    return { error };
+  }
+}
+
+/** Builds an error body without throwing. */
+export function errorBody(code: string, message: string, path?: string): JsonErrorBody {
+  return path === undefined ? { error: { code, message } } : { error: { code, message, path } };
+}
+
+/** TurnstateError codes with a natural HTTP status; anything else is a 500. */
+const STATUS_BY_CODE: Record<string, number> = {
+  'session.not_found': 404,
+  'session.busy': 409,
+  'approval.not_found': 404,
+  'approval.already_resolved': 409,
+  'approval.forbidden': 403,
+  'tool.unknown': 400,
+  'tool.not_pending': 400,
+  'registration.invalid': 400,
+  'actor.unknown': 400,
+  'input.invalid': 400,
+  'message.invalid': 400,
+  'injection.unknown_call': 400,
+  'runtime.closed': 503,
+};
+
+/** Maps any thrown value to an HttpError (TurnstateError codes keep their code; others are 500 `internal`). */
+export function toHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  if (err instanceof TurnstateError) {
+    const status = STATUS_BY_CODE[err.code] ?? (err.code.endsWith('.not_found') ? 404 : 500);
+    return new HttpError(status, err.code, err.message, err.details === undefined ? { cause: err } : { details: err.details, cause: err });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new HttpError(500, 'internal', `internal error: ${message}`, { cause: err });
+}
+
+/* ------------------------------------------------------------------ responses */
+
+/** Writes a complete JSON response. A no-op when headers were already sent. */
+export function sendJson(res: ServerResponse, status: number, body: unknown, headers?: Record<string, string>): void {
+  if (res.headersSent || res.writableEnded) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(text)),
+    'cache-control': 'no-store',
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** Writes an error response from any thrown value (see toHttpError). */
+export function sendError(res: ServerResponse, err: unknown): void {
+  const httpError = toHttpError(err);
+  sendJson(res, httpError.status, httpError.toBody(), httpError.headers);
+}
+
+/** 204 No Content. */
+export function sendNoContent(res: ServerResponse): void {
+  if (res.headersSent || res.writableEnded) return;
+  res.writeHead(204);
+  res.end();
+}
+
+/* ------------------------------------------------------------------ request bodies */
+
+/**
+ * Reads the raw request body, refusing more than `maxBytes` with 413 `body.too_large`
+ * (checked against content-length first, then while reading).
+ */
+export function readBody(req: IncomingMessage, maxBytes = DEFAULT_MAX_BODY_BYTES): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > maxBytes) {
+    req.resume();
+    return Promise.reject(tooLarge(maxBytes));
+  }
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    const onData = (chunk: Buffer): void => {
+      if (failed) return;
+      size += chunk.length;
+      if (size > maxBytes) {
+        failed = true;
+        chunks.length = 0;
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => {
+      if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.once('error', (e) => {
+      if (!failed) {
+        failed = true;
+        reject(new HttpError(400, 'body.unreadable', `request body could not be read: ${e.message}`, { cause: e }));
+      }
+    });
+  });
+}
+
+function tooLarge(maxBytes: number): HttpError {
+  return new HttpError(413, 'body.too_large', `request body exceeds the limit of ${maxBytes} bytes`, {
+    details: { limit: maxBytes },
+    headers: { connection: 'close' },
+  });
+}
+
+/**
+ * Reads and parses a JSON body. 413 `body.too_large` over the limit; 415 `body.unsupported_media_type`
+ * when a content-type other than JSON is declared; 400 `body.invalid_json` naming the parse error;
+ * an empty body is `undefined` unless `required`, then 400 `body.missing`.
+ */
+export async function readJsonBody(
+  req: IncomingMessage,
+  opts: { maxBytes?: number; required?: boolean } = {},
+): Promise<unknown> {
+  const type = req.headers['content-type'];
+  if (type !== undefined && type !== '' && !/^application\/([\w.+-]*\+)?json\b/i.test(type)) {
+    req.resume();
+    throw new HttpError(415, 'body.unsupported_media_type', `content-type must be application/json, got "${type}"`);
+  }
+  const raw = await readBody(req, opts.maxBytes ?? DEFAULT_MAX_BODY_BYTES);
+  if (raw.length === 0 || raw.toString('utf8').trim() === '') {
+    if (opts.required) throw new HttpError(400, 'body.missing', 'a JSON request body is required', { path: '' });
+    return undefined;
+  }
+  try {
+    return JSON.parse(raw.toString('utf8')) as unknown;
+  } catch (e) {
+    throw new HttpError(400, 'body.invalid_json', `request body is not valid JSON: ${(e as Error).message}`, { path: '' });
+  }
+}
+
+/* ------------------------------------------------------------------ routing */
+
+export type RouteParams = Record<string, string>;
+
+export type RouteHandler<C> = (ctx: C, params: RouteParams) => Promise<void> | void;
+
+interface CompiledRoute<C> {
+  method: string;
+  segments: string[];
+  handler: RouteHandler<C>;
+}
+
+export type RouteMatch<C> =
+  | { kind: 'found'; handler: RouteHandler<C>; params: RouteParams }
+  /** The path exists, the method does not: answer 405 with `allow`. */
+  | { kind: 'method-not-allowed'; allow: string[] }
+  | { kind: 'none' };
+
+/**
+ * A minimal path router: patterns like `/sessions/:id/turns`, exact segment matches,
+ * `:name` captures one non-empty segment (URI-decoded). No wildcards, no regexes.
+ */
+export class Router<C> {
+  readonly #routes: CompiledRoute<C>[] = [];
+  readonly #base: string[];
+
+  constructor(basePath = '') {
+    this.#base = splitPath(basePath);
+  }
+
+  add(method: string, pattern: string, handler: RouteHandler<C>): this {
+    this.#routes.push({ method: method.toUpperCase(), segments: [...this.#base, ...splitPath(pattern)], handler });
+    return this;
+  }
+
+  match(method: string, pathname: string): RouteMatch<C> {
+    const segments = splitPath(pathname);
+    const allow: string[] = [];
+    for (const route of this.#routes) {
+      const params = matchSegments(route.segments, segments);
+      if (params === undefined) continue;
+      if (route.method === method.toUpperCase() || (method.toUpperCase() === 'HEAD' && route.method === 'GET')) {
+        return { kind: 'found', handler: route.handler, params };
+      }
+      allow.push(route.method);
+    }
+    return allow.length > 0 ? { kind: 'method-not-allowed', allow } : { kind: 'none' };
+  }
+}
+
+function splitPath(path: string): string[] {
+  return path.split('/').filter((s) => s !== '');
+}
+
+function matchSegments(pattern: string[], actual: string[]): RouteParams | undefined {
+  if (pattern.length !== actual.length) return undefined;
+  const params: RouteParams = {};
+  for (let i = 0; i < pattern.length; i++) {
+    const p = pattern[i]!;
+    const a = actual[i]!;
+    if (p.startsWith(':')) {
+      let decoded: string;
+      try {
+        decoded = decodeURIComponent(a);
+      } catch {
+        return undefined;
+      }
+      params[p.slice(1)] = decoded;
+    } else if (p !== a) {
+      return undefined;
+    }
+  }
+  return params;
+}
+
+/** The request URL (path and query) parsed against a dummy origin. */
+export function requestUrl(req: IncomingMessage): URL {
+  return new URL(req.url ?? '/', 'http://localhost');
+}
+
+/* ------------------------------------------------------------------ authentication */
+
+/** The principal when no authentication hook is configured (single-tenant, local use). */
+export const ANONYMOUS_PRINCIPAL: Principal = Object.freeze({ userId: 'anonymous' }) as Principal;
+
+/**
+ * Runs the authentication hook. Resolves the principal, or writes 401/403 (JSON error body,
+ * `www-authenticate: Bearer` on 401) and resolves undefined. A throwing hook is a 500.
+ */
+export async function authenticateRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  authenticate: Authenticate | undefined,
+): Promise<Principal | undefined> {
+  if (authenticate === undefined) return ANONYMOUS_PRINCIPAL;
+  let result;
+  try {
+    result = await authenticate(req);
+  } catch (e) {
+    sendError(res, new HttpError(500, 'auth.failed', `authentication hook failed: ${(e as Error).message}`, { cause: e }));
+    return undefined;
+  }
+  if (result.ok) return result.principal;
+  const code = result.status === 401 ? 'auth.unauthenticated' : 'auth.forbidden';
+  sendJson(res, result.status, errorBody(code, result.message), result.status === 401 ? { 'www-authenticate': 'Bearer' } : undefined);
+  return undefined;
+}
+
+/** Whether a principal may see a session of the given tenant (absent tenants match each other only). */
+export function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
+  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
+}
+
+/* ------------------------------------------------------------------ SSE */
+
+/** Headers for an SSE response (no caching, no proxy buffering). */
+export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+});
+
+/** Starts an SSE response (status 200 and SSE_HEADERS) and flushes the headers. */
+export function startSse(res: ServerResponse, headers?: Record<string, string>): void {
+  res.writeHead(200, { ...SSE_HEADERS, ...headers });
+  res.flushHeaders();
+}
+
+/**
+ * Formats one SSE frame: `id:` (optional), `event:`, one `data:` line per line of `data`
+ * (a string is sent as is; anything else as JSON), then a blank line.
+ */
+export function formatSse(event: string, data: unknown, id?: string | number): string {
+  const text = typeof data === 'string' ? data : JSON.stringify(data);
+  let frame = id === undefined ? '' : `id: ${id}\n`;
+  frame += `event: ${event}\n`;
+  if (text.indexOf('\n') === -1 && text.indexOf('\r') === -1) {
+    frame += `data: ${text}\n\n`;
+  } else {
+    for (const line of text.split(/\r\n|\r|\n/)) frame += `data: ${line}\n`;
+    frame += '\n';
+  }
+  return frame;
+}
+
+/** An SSE comment (heartbeat); ignored by clients. */
+export function formatSseComment(text = ''): string {
+  return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`;
+}

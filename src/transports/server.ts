@@ -1,0 +1,118 @@
+/**
+ * Composes HttpTransports on one node:http server: each request goes to the transports in
+ * order until one handles it (else 404 JSON); WebSocket upgrades go to the first transport
+ * whose `upgrade` accepts the path (else the socket is refused with 404).
+ *
+ * Contract: `close()` stops accepting connections, closes every transport (which flushes what
+ * it accepted and ends its streams), then the runtime (`closeRuntime`, default true), and
+ * resolves once the server is closed. It is idempotent.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Runtime } from '../api.js';
+import { HttpError, requestUrl, sendError, sendJson } from './http.js';
+import type { HttpTransport } from './types.js';
+
+export interface StartServerOptions {
+  runtime: Runtime;
+  transports: HttpTransport[];
+  /** 0 picks a free port (default 8787). */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Close the runtime after the transports on `close()` (default true). */
+  closeRuntime?: boolean;
+  /** Grace period for open connections on close before they are destroyed (default 5000 ms). */
+  closeTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  readonly server: Server;
+  readonly port: number;
+  readonly host: string;
+  /** `http://host:port` */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** Starts the server; resolves once it listens. */
+export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
+  const transports = opts.transports;
+  const host = opts.host ?? '127.0.0.1';
+  let closing: Promise<void> | undefined;
+
+  const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (closing !== undefined) res.shouldKeepAlive = false;
+    try {
+      for (const t of transports) {
+        if (await t.handle(req, res)) return;
+      }
+      req.resume();
+      sendError(res, new HttpError(404, 'route.not_found', `no route for ${req.method ?? 'GET'} ${requestUrl(req).pathname}`));
+    } catch (err) {
+      if (!res.headersSent) sendError(res, err);
+      else if (!res.writableEnded) res.end();
+    }
+  };
+
+  const server = createServer((req, res) => {
+    void onRequest(req, res);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    for (const t of transports) {
+      if (t.upgrade !== undefined && t.upgrade(req, socket, head)) return;
+    }
+    const body = JSON.stringify({ error: { code: 'route.not_found', message: `no WebSocket endpoint at ${requestUrl(req).pathname}` } });
+    socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
+  server.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    void err;
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    const onError = (e: Error): void => reject(e);
+    server.once('error', onError);
+    server.listen(opts.port ?? 8787, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await Promise.allSettled(transports.map((t) => t.close()));
+      const timer = setTimeout(() => server.closeAllConnections(), opts.closeTimeoutMs ?? 5000);
+      timer.unref();
+      // Keep-alive connections turn idle as their last responses finish: close them as they do.
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 25);
+      sweep.unref();
+      await closed;
+      clearTimeout(timer);
+      clearInterval(sweep);
+      if (opts.closeRuntime !== false) await opts.runtime.close();
+    })();
+    return closing;
+  };
+
+  return { server, port: address.port, host: address.address, url: `http://${shownHost}:${address.port}`, close };
+}
+
+/** A transport answering `GET /healthz` with `{ ok: true }` (for process supervisors and tests). */
+export function healthTransport(): HttpTransport {
+  return {
+    name: 'health',
+    async handle(req, res) {
+      if (req.method !== 'GET' || requestUrl(req).pathname !== '/healthz') return false;
+      sendJson(res, 200, { ok: true });
+      return true;
+    },
+    async close() {},
+  };
+}

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { UsageError, parseArgs } from '../../src/cli/args.js';
+import { LOCAL_PRINCIPAL, authFromEnv } from '../../src/cli/auth.js';
+import type { IncomingMessage } from 'node:http';
+
+describe('turnstate arguments', () => {
+  it('cli:args:serve — defaults, flags in both spellings, and environment fallbacks', () => {
+    expect(parseArgs(['serve'], {})).toEqual({ kind: 'serve', args: { port: 8787, host: '127.0.0.1', dataDir: '.data' } });
+    expect(parseArgs(['serve', '--port', '0', '--data-dir=/tmp/x', '--script', 's.json', '--host=0.0.0.0'], {})).toEqual({
+      kind: 'serve',
+      args: { port: 0, host: '0.0.0.0', dataDir: '/tmp/x', script: 's.json' },
+    });
+    expect(parseArgs(['serve'], { PORT: '9000', TURNSTATE_DATA_DIR: 'd' })).toMatchObject({ args: { port: 9000, dataDir: 'd' } });
+    expect(parseArgs([], {}).kind).toBe('help');
+    expect(parseArgs(['serve', '--help'], {}).kind).toBe('help');
+  });
+
+  it('cli:args:errors — unknown commands and options, missing values and bad ports are usage errors naming the problem', () => {
+    expect(() => parseArgs(['launch'], {})).toThrow(new UsageError('unknown command "launch" (commands: serve)'));
+    expect(() => parseArgs(['serve', '--prot', '1'], {})).toThrow(/unknown option "--prot"/);
+    expect(() => parseArgs(['serve', '--port'], {})).toThrow(/"--port" needs a value/);
+    expect(() => parseArgs(['serve', '--port', 'abc'], {})).toThrow(/--port must be an integer/);
+    expect(() => parseArgs(['serve', '--port', '70000'], {})).toThrow(/--port must be an integer/);
+    expect(() => parseArgs(['serve', 'extra'], {})).toThrow(/unexpected argument "extra"/);
+  });
+
+  it('cli:auth — without keys everyone is the local user; with keys a bearer token is required and maps to its principal', async () => {
+    const req = (headers: Record<string, string>, url = '/') => ({ headers, url }) as unknown as IncomingMessage;
+    expect(await authFromEnv(undefined)(req({}))).toEqual({ ok: true, principal: LOCAL_PRINCIPAL });
+    const auth = authFromEnv(JSON.stringify({ k1: { userId: 'ana', tenantId: 'acme', attributes: { tier: 'trusted' } } }));
+    expect(await auth(req({}))).toMatchObject({ ok: false, status: 401 });
+    expect(await auth(req({ authorization: 'Bearer nope' }))).toMatchObject({ ok: false, status: 403 });
+    expect(await auth(req({ authorization: 'Bearer k1' }))).toEqual({ ok: true, principal: { userId: 'ana', tenantId: 'acme', attributes: { tier: 'trusted' } } });
+    expect(await auth(req({}, '/sessions/x/events?token=k1'))).toMatchObject({ ok: true });
+    expect(() => authFromEnv('{not json')).toThrow(/TURNSTATE_API_KEYS must be JSON/);
+  });
+});

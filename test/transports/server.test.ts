@@ -1,0 +1,112 @@
+/**
+ * startServer: transports composed on one node:http server, WebSocket upgrade delegation,
+ * graceful close.
+ */
+import { describe, expect, it } from 'vitest';
+import { WebSocket, WebSocketServer } from 'ws';
+import { createRuntime } from '../../src/runtime.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { healthTransport, startServer } from '../../src/transports/server.js';
+import { requestUrl, sendJson } from '../../src/transports/http.js';
+import type { HttpTransport } from '../../src/transports/types.js';
+
+function runtime() {
+  return createRuntime({ model: createScriptedModel({ rules: [] }) });
+}
+
+function pathTransport(name: string, path: string, onClose: () => void = () => {}): HttpTransport {
+  return {
+    name,
+    async handle(req, res) {
+      if (requestUrl(req).pathname !== path) return false;
+      sendJson(res, 200, { by: name });
+      return true;
+    },
+    async close() {
+      onClose();
+    },
+  };
+}
+
+describe('startServer', () => {
+  it('server:compose — each request goes to the first transport that takes it; nobody taking it is a 404 JSON', async () => {
+    const rt = runtime();
+    const srv = await startServer({ runtime: rt, transports: [healthTransport(), pathTransport('a', '/a'), pathTransport('b', '/b')], port: 0 });
+    try {
+      expect(await (await fetch(`${srv.url}/a`)).json()).toEqual({ by: 'a' });
+      expect(await (await fetch(`${srv.url}/b`)).json()).toEqual({ by: 'b' });
+      expect(await (await fetch(`${srv.url}/healthz`)).json()).toEqual({ ok: true });
+      const miss = await fetch(`${srv.url}/c`);
+      expect(miss.status).toBe(404);
+      expect((await miss.json()).error.code).toBe('route.not_found');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('server:upgrade — a WebSocket upgrade goes to the transport whose upgrade accepts the path; others are refused with 404', async () => {
+    const rt = runtime();
+    const wss = new WebSocketServer({ noServer: true });
+    wss.on('connection', (ws) => ws.on('message', (m) => ws.send(`echo:${m.toString()}`)));
+    const wsTransport: HttpTransport = {
+      name: 'ws',
+      handle: async () => false,
+      upgrade(req, socket, head) {
+        if (requestUrl(req).pathname !== '/ws') return false;
+        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+        return true;
+      },
+      async close() {
+        for (const c of wss.clients) c.close(1001);
+        wss.close();
+      },
+    };
+    const srv = await startServer({ runtime: rt, transports: [pathTransport('a', '/a'), wsTransport], port: 0 });
+    try {
+      const ws = new WebSocket(`${srv.url.replace('http', 'ws')}/ws`);
+      const reply = await new Promise<string>((resolve, reject) => {
+        ws.on('open', () => ws.send('hi'));
+        ws.on('message', (m) => resolve(m.toString()));
+        ws.on('error', reject);
+      });
+      expect(reply).toBe('echo:hi');
+      ws.close();
+      const refused = new WebSocket(`${srv.url.replace('http', 'ws')}/nope`);
+      const status = await new Promise<number>((resolve) => refused.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)));
+      expect(status).toBe(404);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('server:close — close lets an in-flight request finish, closes every transport and the runtime, then refuses connections', async () => {
+    const rt = runtime();
+    let closedTransports = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const slow: HttpTransport = {
+      name: 'slow',
+      async handle(req, res) {
+        if (requestUrl(req).pathname !== '/slow') return false;
+        await gate;
+        sendJson(res, 200, { finished: true });
+        return true;
+      },
+      async close() {
+        closedTransports++;
+      },
+    };
+    const srv = await startServer({ runtime: rt, transports: [slow, pathTransport('a', '/a', () => closedTransports++)], port: 0 });
+    const inflight = fetch(`${srv.url}/slow`).then((r) => r.json());
+    await new Promise((r) => setTimeout(r, 30));
+    const closing = srv.close();
+    setTimeout(release, 30);
+    expect(await inflight).toEqual({ finished: true });
+    await closing;
+    expect(closedTransports).toBe(2);
+    await expect(rt.createSession({ actor: 'x' })).rejects.toThrow(/closed/);
+    await expect(fetch(`${srv.url}/a`)).rejects.toThrow();
+    // Idempotent.
+    await srv.close();
+  });
+});
