@@ -177,6 +177,9 @@ export class SessionHost implements SessionHandle {
   private published: string;
   private idleWaiters: (() => void)[] = [];
   private commitChain: Promise<void> | null = null;
+  /** Group commit: what this event-loop turn has committed but not yet written. */
+  private pending: { events: SessionEvent[]; mailbox: MailboxEntry[]; executions: ExecutionRecord[]; approvals: ApprovalRecord[]; snapshot?: PersistedSession; firstSeq: number } | null = null;
+  private flushError: Error | null = null;
   lastActive: number;
   closed = false;
   /** Reused across model calls until one is aborted (AbortController is costly to create). */
@@ -258,6 +261,7 @@ export class SessionHost implements SessionHandle {
   private commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
     const events = step.events;
     if (withSnapshot) step.snapshot = this.persisted();
+    if (this.deps.store.groupCommit) return this.group(step);
     const run = () => {
       // Seqs are assigned when the step is written, and taken back if the write fails.
       const before = this.seq;
@@ -295,6 +299,71 @@ export class SessionHost implements SessionHandle {
       const chain = this.commitChain;
       return r;
     }
+  }
+
+  /**
+   * Group commit (stores that ask for it, e.g. SQLite): the steps of one event-loop turn are
+   * merged and written as one transaction when the turn ends, or at once at a barrier (`flush`),
+   * which the host calls before every side effect (a tool handler), before a turn stops or
+   * settles, and before an approval answer returns. Events are still published only after the
+   * write that holds them has landed.
+   */
+  private group(step: StepCommit): void {
+    if (this.flushError) throw this.flushError;
+    const events = step.events;
+    if (events) for (const e of events) e.seq = ++this.seq;
+    if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+    const b = this.pending;
+    if (!b) {
+      this.pending = { events: events ? events.slice() : [], mailbox: step.mailbox?.slice() ?? [], executions: step.executions?.slice() ?? [], approvals: step.approvals?.slice() ?? [], ...(step.snapshot ? { snapshot: step.snapshot } : {}), firstSeq: this.seq - (events?.length ?? 0) };
+      setImmediate(this.flushSoon);
+      return;
+    }
+    if (events) for (const e of events) b.events.push(e);
+    if (step.mailbox) for (const m of step.mailbox) b.mailbox.push(m);
+    if (step.executions) for (const x of step.executions) b.executions.push(x);
+    if (step.approvals) for (const a of step.approvals) b.approvals.push(a);
+    if (step.snapshot) b.snapshot = step.snapshot;
+  }
+
+  private readonly flushSoon = (): void => {
+    try {
+      this.flush();
+    } catch {
+      // Recorded in flushError: the turn fails at its next step.
+    }
+  };
+
+  /** Group commit's barrier: write what is buffered now (no-op for other stores). */
+  private barrier(): void {
+    if (this.deps.store.groupCommit) this.flush();
+  }
+
+  /** Write what group commit has buffered, then publish it. Synchronous (group-commit stores are). */
+  flush(): void {
+    const b = this.pending;
+    if (!b) {
+      if (this.flushError) throw this.flushError;
+      return;
+    }
+    this.pending = null;
+    const step: StepCommit = {};
+    if (b.events.length) step.events = b.events;
+    if (b.mailbox.length) step.mailbox = b.mailbox;
+    if (b.executions.length) step.executions = b.executions;
+    if (b.approvals.length) step.approvals = b.approvals;
+    if (b.snapshot) step.snapshot = b.snapshot;
+    try {
+      this.deps.store.commit(this.id, step);
+    } catch (err) {
+      // Nothing of the buffer was written or published: take its seqs back and fail the turn.
+      this.seq = b.firstSeq;
+      this.mailboxCache = null;
+      this.histories.clear();
+      this.flushError = err instanceof Error ? err : new Error(String(err));
+      throw this.flushError;
+    }
+    this.fanout(b.events);
   }
 
   private fanout(events: SessionEvent[] | undefined): void {
@@ -429,12 +498,14 @@ export class SessionHost implements SessionHandle {
         t.interrupted = true;
         t.abort?.abort();
         await joined;
+        this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
       }
       const d = deferred<TurnOutcome>();
       const q: QueuedMessage = { turnId: this.deps.newId('turn'), message: msg, opts, ...d };
       this.queue.push(q);
       await this.commit({}, true);
+      this.barrier();
       return { turnId: q.turnId, queued: true, settled: q.promise };
     }
     const d = deferred<TurnOutcome>();
@@ -473,7 +544,11 @@ export class SessionHost implements SessionHandle {
       true,
     );
     if (r) void r.then(() => this.drive());
-    else void this.drive();
+    else {
+      // An accepted message is durable before send() returns.
+      this.barrier();
+      void this.drive();
+    }
   }
 
   async inject(injection: Injection): Promise<TurnRef | undefined> {
@@ -550,6 +625,7 @@ export class SessionHost implements SessionHandle {
     }
     this.deps.onActivity(this);
     await this.applyResolution(res.record);
+    this.barrier();
     return { ok: true, record: res.record };
   }
 
@@ -1124,6 +1200,8 @@ export class SessionHost implements SessionHandle {
           }
         : {}),
     };
+    // tool.called (or the approval that allows the call) is durable before the side effect.
+    this.barrier();
     const d = await this.deps.router.dispatchTool(tool, u.input, ctx);
     if (approval) d.execution.approvalId = approval.approvalId;
     const at = this.deps.clock.iso();
@@ -1140,6 +1218,7 @@ export class SessionHost implements SessionHandle {
 
   /** The turn stops to wait (suspended for an approval or a client tool, or another held state). */
   private resolveStop(t: ActiveTurn, state: string): void {
+    this.barrier();
     t.resolve({ turnId: t.turnId, finalizedBy: state, parts: t.parts.slice(), usage: t.usage });
   }
 
@@ -1210,6 +1289,7 @@ export class SessionHost implements SessionHandle {
     if (t.compat?.userResponse !== undefined) outcome.userResponse = t.compat.userResponse;
     if (stop) outcome.stop = stop;
     if (error) outcome.error = error;
+    this.barrier();
     t.resolve(outcome);
     this.next();
   }
@@ -1365,10 +1445,24 @@ export class SessionHost implements SessionHandle {
 
   /** Stop the live actor (passivation or shutdown). Events already committed stay in the store. */
   stop(): void {
+    // What was committed is written before the host goes away (nothing accepted is lost).
+    try {
+      this.barrier();
+    } catch {
+      // The store refused it: recover() resumes from what it holds.
+    }
     this.closed = true;
     this.turn?.abort?.abort();
     this.actor.stop();
     this.subject.complete();
+    // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).
+    const error = { code: 'session.stopped', message: `session ${this.id} was stopped (runtime closed or session deleted) before the turn settled` };
+    const t = this.turn;
+    if (t) t.resolve({ turnId: t.turnId, finalizedBy: this.turnState(), stop: 'interrupted', parts: t.parts.slice(), usage: t.usage, error });
+    for (const q of this.queue) q.resolve({ turnId: q.turnId, finalizedBy: 'idle', stop: 'interrupted', parts: [], usage: ZERO, error });
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const f of waiters) f();
   }
 }
 

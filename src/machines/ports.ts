@@ -90,6 +90,12 @@ export interface StepCommit {
 
 export interface SessionStore {
   readonly kind: string;
+  /**
+   * The store prefers few, larger commits (each commit is a transaction). The runtime then merges
+   * the steps of one event-loop turn into one commit, and writes at once before any side effect,
+   * stop or settlement. Only for stores whose `commit` is synchronous.
+   */
+  readonly groupCommit?: boolean;
 
   createSession(record: SessionRecord): MaybePromise<void>;
   getSession(id: string): MaybePromise<SessionRecord | undefined>;

@@ -284,6 +284,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
   return {
     kind: 'sqlite',
+    // Each commit is a transaction: the runtime merges the steps of one event-loop turn.
+    groupCommit: true,
 
     createSession(record) {
       open();
