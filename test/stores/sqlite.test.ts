@@ -97,27 +97,60 @@ describe('sqlite store specifics', () => {
     expect(codeOf(() => createSqliteStore({ path: join(dir, 'no-such-dir', 'x.db') }))).toBe('store.open_failed');
   });
 
-  it('store:sqlite:schema — a new file gets user_version 1 and every table; a newer schema is refused', () => {
+  it('store:sqlite:schema — a new file gets the current user_version and every table; a newer schema is refused', () => {
     const path = fresh();
     createSqliteStore({ path }).close();
     const raw = new Database(path);
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(['approvals', 'events', 'executions', 'mailbox', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['approvals', 'event_batches', 'executions', 'mailbox_batches', 'sessions', 'snapshots']);
     raw.pragma('user_version = 99');
     raw.close();
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
   });
 
-  it('store:sqlite:unique — the (session_id, seq) constraint backs the seq rule', () => {
+  it('store:sqlite:unique — the (session_id, first_seq) key backs the seq rule', () => {
     const path = fresh();
     createSqliteStore({ path }).close();
     const raw = new Database(path);
-    raw.prepare("INSERT INTO events (session_id, seq, type, turn_id, body) VALUES ('s', 1, 't', 't', '{}')").run();
-    expect(() => raw.prepare("INSERT INTO events (session_id, seq, type, turn_id, body) VALUES ('s', 1, 't', 't', '{}')").run()).toThrow(
-      /UNIQUE/,
+    raw.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, body) VALUES ('s', 1, 1, '[]')").run();
+    expect(() => raw.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, body) VALUES ('s', 1, 2, '[]')").run()).toThrow(
+      /UNIQUE|PRIMARY KEY/,
     );
     raw.close();
+  });
+
+  it('store:sqlite:migrate-v1 — a version 1 file (one row per event) opens with every event and mailbox entry in order', () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.exec(`
+      CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+      CREATE INDEX sessions_tenant ON sessions (tenant_id);
+      CREATE TABLE events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, turn_id TEXT NOT NULL, body TEXT NOT NULL, UNIQUE (session_id, seq));
+      CREATE TABLE mailbox (session_id TEXT NOT NULL, ord INTEGER NOT NULL, body TEXT NOT NULL, UNIQUE (session_id, ord));
+      CREATE TABLE executions (session_id TEXT NOT NULL, call_id TEXT NOT NULL, body TEXT NOT NULL);
+      CREATE INDEX executions_session ON executions (session_id);
+      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
+      CREATE INDEX approvals_session ON approvals (session_id);
+      CREATE INDEX approvals_status ON approvals (status);
+      CREATE TABLE snapshots (session_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+      PRAGMA user_version = 1;`);
+    const rec = session('s1');
+    raw.prepare('INSERT INTO sessions VALUES (?, NULL, ?, ?)').run('s1', rec.createdAt, JSON.stringify(rec));
+    const evs = events('s1', 1, 3);
+    for (const e of evs) raw.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)').run('s1', e.seq, e.type, e.turnId, JSON.stringify(e));
+    raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 1, JSON.stringify(mail('a')));
+    raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 2, JSON.stringify(mail('b')));
+    raw.close();
+    const store = createSqliteStore({ path });
+    expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect(store.readEvents('s1', 0)).toEqual(evs);
+    expect(store.readEvents('s1', 2)).toEqual(evs.slice(2));
+    expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b')]);
+    store.commit('s1', { events: events('s1', 4, 2), mailbox: [mail('c')] });
+    expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4, 5]);
+    expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
+    store.close();
   });
 
   it('store:commit:atomic-io — a step that fails while being written (unserialisable snapshot) leaves no event, mailbox entry or approval of it', () => {
