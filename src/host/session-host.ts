@@ -209,6 +209,8 @@ export class SessionHost implements SessionHandle {
       ...(deps.inspect ? { inspect: deps.inspect as any } : {}),
     });
     this.actor.start();
+    // A brand-new session has an empty mailbox: no need to read it back from the store.
+    if (lastSeq === 0 && !persisted) this.mailboxCache = [];
     this.published = this.turnState();
     this.lastActive = deps.clock.now();
   }
@@ -373,6 +375,8 @@ export class SessionHost implements SessionHandle {
 
   private async mailboxNow(): Promise<MailboxEntry[]> {
     if (!this.mailboxCache) {
+      // The store must hold what group commit has buffered before it is read back.
+      this.barrier();
       const m = await this.deps.store.readMailbox(this.id);
       if (!this.mailboxCache) this.mailboxCache = m.slice();
     }
@@ -543,12 +547,10 @@ export class SessionHost implements SessionHandle {
       },
       true,
     );
+    // With group commit the message is written with the rest of this event-loop turn, before
+    // anything about it is published and before any side effect of the turn.
     if (r) void r.then(() => this.drive());
-    else {
-      // An accepted message is durable before send() returns.
-      this.barrier();
-      void this.drive();
-    }
+    else void this.drive();
   }
 
   async inject(injection: Injection): Promise<TurnRef | undefined> {
