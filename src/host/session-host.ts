@@ -95,6 +95,8 @@ interface ActiveTurn {
   parts: Part[];
   usage: Usage;
   pending: Map<string, PendingCall>;
+  /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
+  joined: InboundMessage[];
   abort: AbortController | null;
   interrupted: boolean;
   /** The last model response read ends the turn: a message arriving now could not be answered in it. */
@@ -110,7 +112,7 @@ interface ActiveTurn {
 
 /** What the host persists besides the machine snapshot. */
 interface HostState {
-  turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[] };
+  turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
   queue: { turnId: string; message: InboundMessage; opts: SendOptions }[];
 }
 
@@ -252,6 +254,7 @@ export class SessionHost implements SessionHandle {
     if (t) {
       // Copies: a store may keep the object (the memory store does) while the turn goes on.
       host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
+      if (t.joined.length) host.turn.joined = t.joined.slice();
     }
     return { machine: this.actor.getPersistedSnapshot(), host: host as unknown as Record<string, unknown> };
   }
@@ -498,10 +501,12 @@ export class SessionHost implements SessionHandle {
       }
       if (policy === 'interrupt' && t && !t.pending.size && this.turnState() === 'awaiting' && !t.ending) {
         // Flag before awaiting: the running call must not finish unaware of the joined message.
-        const joined = this.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: this.deps.clock.iso(), text: msg.text, ...(msg.principal ? { principal: msg.principal } : {}) }] });
+        // The message is durable at once (in the host state); it enters the mailbox when the
+        // next model call is built, after whatever the cut response had already applied.
+        t.joined.push(msg);
         t.interrupted = true;
         t.abort?.abort();
-        await joined;
+        await this.commit({}, true);
         this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
       }
@@ -531,6 +536,7 @@ export class SessionHost implements SessionHandle {
       parts: [],
       usage: ZERO,
       pending: new Map(),
+      joined: [],
       abort: null,
       interrupted: false,
       running: false,
@@ -760,6 +766,12 @@ export class SessionHost implements SessionHandle {
     const actorDef = this.deps.registries.actors.get(actorName);
     if (!actorDef) throw new TurnstateError('actor.unknown', `no actor named "${actorName}" is registered`);
     const tools = this.deps.catalog.forActor(actorDef, t.opts);
+    if (t.joined.length) {
+      const at = this.deps.clock.iso();
+      const joined = t.joined.map((m): MailboxEntry => ({ kind: 'user', turnId: t.turnId, at, text: m.text, ...(m.principal ? { principal: m.principal } : {}) }));
+      t.joined = [];
+      await this.commit({ mailbox: joined }, true);
+    }
     const mailbox = await this.mailboxNow();
     const req = {
       sessionId: this.id,
@@ -785,6 +797,8 @@ export class SessionHost implements SessionHandle {
     let content: ContentBlock[] = [];
     const respondBlocks = new Map<number, string>();
     const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
+    // What earlier calls published (ack, thinking) reaches subscribers before the next call starts.
+    this.barrier();
     try {
       for await (const ev of this.deps.model.stream(req, abort.signal) as AsyncIterable<ModelEvent>) {
         switch (ev.type) {
@@ -845,7 +859,18 @@ export class SessionHost implements SessionHandle {
       }
     } catch (err) {
       t.abort = null;
+      // Stopped mid-call (shutdown, deletion): record nothing more; recover() resumes the turn.
+      if (this.closed) return;
       if (err instanceof ModelError && err.code === 'model.aborted' && t.interrupted) {
+        // What the cut response already applied (its ack reached the user) is recorded, so the
+        // model sees what the user saw; the rest of the response never happened.
+        const kept = applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState));
+        if (kept.length) {
+          const at = this.deps.clock.iso();
+          const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
+          for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
+          await this.commit({ mailbox: entries });
+        }
         this.actor.send({ type: 'INTERRUPTED' });
         return;
       }
@@ -1282,6 +1307,12 @@ export class SessionHost implements SessionHandle {
         ...(error ? { error } : {}),
       }),
     );
+    // A message that joined too late for the model to see it is not lost: it becomes a turn.
+    for (let i = t.joined.length - 1; i >= 0; i--) {
+      const d = deferred<TurnOutcome>();
+      this.queue.unshift({ turnId: this.deps.newId('turn'), message: t.joined[i]!, opts: t.opts, ...d });
+    }
+    t.joined = [];
     this.actor.send({ type: 'SETTLE' });
     this.published = this.turnState();
     this.turn = null;
@@ -1339,6 +1370,7 @@ export class SessionHost implements SessionHandle {
       parts: h.parts,
       usage: h.usage,
       pending: new Map(),
+      joined: h.joined ?? [],
       abort: null,
       interrupted: false,
       running: false,

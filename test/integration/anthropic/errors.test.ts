@@ -262,10 +262,9 @@ describe('the Claude path: model failures at the turn level', () => {
     expect(deltaText.length).toBeLessThan(LONG_TEXT.length);
     expect(LONG_TEXT.startsWith(deltaText)).toBe(true);
   });
-  // Known gap: an interrupted response records nothing in the mailbox, so a respond() that was
-  // already applied (its ack delivered to the user) is missing from the model's history. Recording
-  // it after the joined user message would put it in the wrong order; it needs a mailbox design call.
-  it.fails('anthropic:interrupt:applied-ack-in-history — a respond(ack) applied before the interrupt cut its response is in the next request\'s history', async () => {
+  // An interrupted response keeps what it already applied: the joined message enters the mailbox
+  // after it, so the model sees the ack the user saw, in order.
+  it('anthropic:interrupt:applied-ack-in-history — a respond(ack) applied before the interrupt cut its response is in the next request\'s history', async () => {
     const slow: LoopbackReply = {
       content: [
         { type: 'tool_use', name: 'respond', id: 'toolu_ack1', input: { parts: [textPart('ack', 'Looking into it.')], turnState: 'awaiting' } },
