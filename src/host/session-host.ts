@@ -21,7 +21,7 @@ import type {
 } from '../api.js';
 import { ModelError, TurnstateError } from '../errors.js';
 import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
-import type { SessionMachine } from '../machines/session.machine.js';
+import type { SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
 import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracker, type RespondParser, type RespondResult } from '../respond/index.js';
@@ -182,6 +182,7 @@ export class SessionHost implements SessionHandle {
   /** Group commit: what this event-loop turn has committed but not yet written. */
   private pending: { events: SessionEvent[]; mailbox: MailboxEntry[]; executions: ExecutionRecord[]; approvals: ApprovalRecord[]; snapshot?: PersistedSession; firstSeq: number } | null = null;
   private flushError: Error | null = null;
+  private flushWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
   lastActive: number;
   closed = false;
   /** Reused across model calls until one is aborted (AbortController is costly to create). */
@@ -225,6 +226,11 @@ export class SessionHost implements SessionHandle {
     if (typeof v === 'string') return v;
     const t = v.turn;
     return typeof t === 'string' ? t : Object.keys(t)[0]!;
+  }
+
+  /** Send an event to the session's machine; a stopped host (shutdown, passivation) sends nothing. */
+  private tell(event: SessionMachineEvent): void {
+    if (!this.closed) this.actor.send(event);
   }
 
   private ctx() {
@@ -339,6 +345,12 @@ export class SessionHost implements SessionHandle {
     }
   };
 
+  /** Resolves once what is buffered now has been written (at once when nothing is). */
+  private durable(): Promise<void> | void {
+    if (!this.pending) return;
+    return new Promise<void>((resolve, reject) => this.flushWaiters.push({ resolve, reject }));
+  }
+
   /** Group commit's barrier: write what is buffered now (no-op for other stores). */
   private barrier(): void {
     if (this.deps.store.groupCommit) this.flush();
@@ -352,6 +364,8 @@ export class SessionHost implements SessionHandle {
       return;
     }
     this.pending = null;
+    const waiters = this.flushWaiters;
+    if (waiters.length) this.flushWaiters = [];
     const step: StepCommit = {};
     if (b.events.length) step.events = b.events;
     if (b.mailbox.length) step.mailbox = b.mailbox;
@@ -366,9 +380,11 @@ export class SessionHost implements SessionHandle {
       this.mailboxCache = null;
       this.histories.clear();
       this.flushError = err instanceof Error ? err : new Error(String(err));
+      for (const w of waiters) w.reject(this.flushError);
       throw this.flushError;
     }
     this.fanout(b.events);
+    for (const w of waiters) w.resolve();
   }
 
   private fanout(events: SessionEvent[] | undefined): void {
@@ -520,6 +536,9 @@ export class SessionHost implements SessionHandle {
     const d = deferred<TurnOutcome>();
     const turnId = this.deps.newId('turn');
     this.startTurn(turnId, msg, opts, d);
+    // Accepted means durable: with group commit, wait for the write that holds turn.started
+    // (the first barrier of the turn, or the end of this event-loop turn) instead of adding one.
+    await this.durable();
     return { turnId, queued: false, settled: d.promise };
   }
 
@@ -543,7 +562,7 @@ export class SessionHost implements SessionHandle {
       resolve: d.resolve,
       promise: d.promise,
     };
-    this.actor.send({ type: 'START', turnId });
+    this.tell({ type: 'START', turnId });
     this.published = this.turnState();
     const at = this.deps.clock.iso();
     const r = this.commit(
@@ -684,7 +703,7 @@ export class SessionHost implements SessionHandle {
     const d = deferred<TurnOutcome>();
     t.resolve = d.resolve;
     t.promise = d.promise;
-    this.actor.send({ type: 'RESUME', resumeOn });
+    this.tell({ type: 'RESUME', resumeOn });
     await this.syncState(t, []);
     void this.drive();
     return { turnId: t.turnId, queued: false, settled: d.promise };
@@ -721,7 +740,7 @@ export class SessionHost implements SessionHandle {
           this.resolveStop(t, state);
           return;
         }
-        this.actor.send({ type: 'CALL' });
+        this.tell({ type: 'CALL' });
         if (this.turnState() !== state) {
           await this.syncState(t, []);
           continue;
@@ -745,7 +764,7 @@ export class SessionHost implements SessionHandle {
       if (this.turn !== t) return;
       const def = this.deps.registries.turnStates.get(this.turnState());
       if (!def?.meta.isTerminal) {
-        this.actor.send({ type: 'FAIL', code, message });
+        this.tell({ type: 'FAIL', code, message });
         await this.syncState(t, []);
       }
       t.stop = 'error';
@@ -871,7 +890,7 @@ export class SessionHost implements SessionHandle {
           for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
           await this.commit({ mailbox: entries });
         }
-        this.actor.send({ type: 'INTERRUPTED' });
+        this.tell({ type: 'INTERRUPTED' });
         return;
       }
       const me = err instanceof ModelError ? err : new ModelError('model.unknown', err instanceof Error ? err.message : String(err), { cause: err });
@@ -881,7 +900,7 @@ export class SessionHost implements SessionHandle {
     t.abort = null;
     if (t.interrupted) {
       // A message joined after the call's last abort check: this response never saw it.
-      this.actor.send({ type: 'INTERRUPTED' });
+      this.tell({ type: 'INTERRUPTED' });
       return;
     }
     t.usage = addUsage(t.usage, usage);
@@ -939,17 +958,17 @@ export class SessionHost implements SessionHandle {
       return;
     }
     if (toolUses.length > 0) {
-      this.actor.send({ type: 'MODEL_DONE', next: 'dispatch' });
+      this.tell({ type: 'MODEL_DONE', next: 'dispatch' });
       await this.dispatch(t, actorName, toolUses, this.deps.catalog.forActor(actorDef, t.opts));
       if (t.pending.size > 0) {
-        this.actor.send({ type: 'HOLD', to: 'suspended' });
+        this.tell({ type: 'HOLD', to: 'suspended' });
         await this.syncState(t, []);
       }
       // Otherwise the loop's next CALL (from `dispatching`) says the results are in.
       return;
     }
     if (rejected > 0) {
-      this.actor.send({ type: 'MODEL_DONE', next: 'rejected' });
+      this.tell({ type: 'MODEL_DONE', next: 'rejected' });
       if (this.turnState() === 'error') await this.failWithPart(t, actorName, 'turn.respond_retries', 'respond() was rejected too many times', 'Sorry, I could not put my answer together. Please try again.', 'error', true);
       return;
     }
@@ -959,14 +978,14 @@ export class SessionHost implements SessionHandle {
       t.compat.onAssistantText(freeText);
       const { result } = this.compatCall(t, { type: 'tool_use', id: `${t.turnId}:fallback`, name: 'mark_work_complete', input: {} });
       if (result.ok) {
-        this.actor.send({ type: 'MODEL_DONE', next: 'call' });
+        this.tell({ type: 'MODEL_DONE', next: 'call' });
         await this.applyRespond(t, actorName, result, `${t.turnId}:fallback`);
         return;
       }
     }
     if (applied.length === 0) {
       // Text outside respond() is never delivered: nudge, and after a bound, fail.
-      this.actor.send({ type: 'MODEL_DONE', next: 'free-text' });
+      this.tell({ type: 'MODEL_DONE', next: 'free-text' });
       if (this.turnState() === 'error') {
         await this.failWithPart(t, actorName, 'turn.free_text', 'the model kept writing text outside respond()', 'Sorry, I could not produce an answer. Please try again.', 'error', true);
         return;
@@ -984,7 +1003,7 @@ export class SessionHost implements SessionHandle {
       });
       return;
     }
-    this.actor.send({ type: 'MODEL_DONE', next: 'call' });
+    this.tell({ type: 'MODEL_DONE', next: 'call' });
   }
 
   /** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
@@ -1034,7 +1053,7 @@ export class SessionHost implements SessionHandle {
     const def = this.deps.registries.turnStates.get(call.turnState)!;
     // Responding with the state the turn is already in changes nothing in the machine.
     if (call.turnState !== from || def.meta.handsOff) {
-      this.actor.send(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
+      this.tell(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
     }
     if (def.meta.handsOff) {
       // passed: publish the hand-off as it happened, then where the machine went.
@@ -1065,7 +1084,7 @@ export class SessionHost implements SessionHandle {
     stop: 'error' | 'max_tokens' | 'refusal',
     alreadyInError = false,
   ): Promise<void> {
-    if (!alreadyInError) this.actor.send({ type: 'FAIL', code, message });
+    if (!alreadyInError) this.tell({ type: 'FAIL', code, message });
     const part: Part = { text: userText, metadata: { partType: 'error', code } };
     t.parts.push(part);
     t.stop = stop;
@@ -1313,7 +1332,7 @@ export class SessionHost implements SessionHandle {
       this.queue.unshift({ turnId: this.deps.newId('turn'), message: t.joined[i]!, opts: t.opts, ...d });
     }
     t.joined = [];
-    this.actor.send({ type: 'SETTLE' });
+    this.tell({ type: 'SETTLE' });
     this.published = this.turnState();
     this.turn = null;
     await this.commit({ events }, true);
@@ -1392,7 +1411,7 @@ export class SessionHost implements SessionHandle {
     let lastChange: string | undefined;
     for (const e of events) if (e.turnId === t.turnId && e.type === 'turnState.changed') lastChange = e.to;
     if (lastChange && this.deps.registries.turnStates.get(lastChange)?.meta.isTerminal && this.turnState() === 'awaiting') {
-      this.actor.send({ type: 'RESPOND', to: lastChange });
+      this.tell({ type: 'RESPOND', to: lastChange });
       this.published = this.turnState();
     }
     // Parts published after the last persisted snapshot belong to the turn too.
@@ -1469,7 +1488,7 @@ export class SessionHost implements SessionHandle {
       return;
     }
     if (t.pending.size > 0) {
-      this.actor.send({ type: 'HOLD', to: 'suspended' });
+      this.tell({ type: 'HOLD', to: 'suspended' });
       await this.syncState(t, []);
       this.resolveStop(t, 'suspended');
       return;
