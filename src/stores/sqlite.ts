@@ -114,32 +114,40 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
       );
     `);
   },
-  // v2: a commit's events and mailbox entries are stored as one batch row each (a JSON array).
-  // A commit is one transaction; rows, not bytes, dominate its cost (about 8 us per row over
-  // two B-trees), and a turn commits a handful of times. Rowid tables: batch rows are large, and
-  // large rows belong in a rowid table (appended in order) with a small index beside it.
+  // v2: one row per commit in `log`, holding the commit's events, mailbox entries and executions
+  // as JSON arrays. A commit is one transaction, and its cost is dominated by rows and the pages
+  // they dirty (about 8 us per row over two B-trees), not bytes: one row keeps a commit to one
+  // table leaf plus one index leaf. Rows are large, so `log` is a rowid table (appended in
+  // order) with a small unique index on (session_id, n), n numbering a session's commits.
   (db) => {
     db.exec(`
-      CREATE TABLE event_batches (
+      CREATE TABLE log (
         session_id TEXT    NOT NULL,
-        first_seq  INTEGER NOT NULL,
+        n          INTEGER NOT NULL,
         last_seq   INTEGER NOT NULL,
-        body       TEXT    NOT NULL,
-        UNIQUE (session_id, first_seq)
-      );
-      INSERT INTO event_batches SELECT session_id, seq, seq, '[' || body || ']' FROM events;
-      DROP TABLE events;
-
-      CREATE TABLE mailbox_batches (
-        session_id TEXT    NOT NULL,
-        first_ord  INTEGER NOT NULL,
         last_ord   INTEGER NOT NULL,
-        body       TEXT    NOT NULL,
-        UNIQUE (session_id, first_ord)
+        events     TEXT,
+        mailbox    TEXT,
+        executions TEXT,
+        UNIQUE (session_id, n)
       );
-      INSERT INTO mailbox_batches SELECT session_id, ord, ord, '[' || body || ']' FROM mailbox;
-      DROP TABLE mailbox;
     `);
+    // Version 1 kept one row per event, mailbox entry and execution: each session becomes one commit.
+    const sessions = db.prepare('SELECT id FROM sessions ORDER BY rowid').pluck().all() as string[];
+    const ev = db.prepare('SELECT body FROM events WHERE session_id = ? ORDER BY seq').pluck();
+    const mb = db.prepare('SELECT body FROM mailbox WHERE session_id = ? ORDER BY ord').pluck();
+    const ex = db.prepare('SELECT body FROM executions WHERE session_id = ? ORDER BY rowid').pluck();
+    const ins = db.prepare('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions) VALUES (?, 1, ?, ?, ?, ?, ?)');
+    const arr = (rows: unknown[]) => (rows.length ? `[${rows.join(',')}]` : null);
+    for (const id of sessions) {
+      const e = ev.all(id);
+      const m = mb.all(id);
+      const x = ex.all(id);
+      if (!e.length && !m.length && !x.length) continue;
+      const last = e.length ? (JSON.parse(e[e.length - 1] as string) as { seq: number }).seq : 0;
+      ins.run(id, last, m.length, arr(e), arr(m), arr(x));
+    }
+    db.exec('DROP TABLE events; DROP TABLE mailbox; DROP TABLE executions;');
   },
 ];
 
@@ -219,18 +227,16 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const selectSession = q<string>('SELECT body FROM sessions WHERE id = ?').pluck();
   const selectSessions = q<string>('SELECT body FROM sessions ORDER BY rowid').pluck();
   const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY rowid').pluck();
-  const deletes = ['sessions WHERE id', 'event_batches WHERE session_id', 'mailbox_batches WHERE session_id', 'executions WHERE session_id',
+  const deletes = ['sessions WHERE id', 'log WHERE session_id',
     'approvals WHERE session_id', 'snapshots WHERE session_id'].map((t) => q(`DELETE FROM ${t} = ?`));
 
   // present, last seq and last mailbox ord of a session, in one statement.
-  const head = q<[number | null, number, number]>(
-    `SELECT (SELECT 1 FROM sessions WHERE id = @sid),
-            coalesce((SELECT last_seq FROM event_batches WHERE session_id = @sid ORDER BY first_seq DESC LIMIT 1), 0),
-            coalesce((SELECT last_ord FROM mailbox_batches WHERE session_id = @sid ORDER BY first_ord DESC LIMIT 1), 0)`,
+  // present; last seq, last mailbox ord and commit number of a session, in one statement.
+  const head = q<[number | null, number | null, number | null, number | null]>(
+    `SELECT (SELECT 1 FROM sessions WHERE id = @sid), l.last_seq, l.last_ord, l.n
+       FROM (SELECT 1) LEFT JOIN (SELECT last_seq, last_ord, n FROM log WHERE session_id = @sid ORDER BY n DESC LIMIT 1) l`,
   ).raw();
-  const insertEvents = q('INSERT INTO event_batches (session_id, first_seq, last_seq, body) VALUES (?, ?, ?, ?)');
-  const insertMailbox = q('INSERT INTO mailbox_batches (session_id, first_ord, last_ord, body) VALUES (?, ?, ?, ?)');
-  const insertExecution = q('INSERT INTO executions (session_id, call_id, body) VALUES (?, ?, ?)');
+  const insertLog = q('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions) VALUES (?, ?, ?, ?, ?, ?, ?)');
   // A resolution is final: a commit inserts an approval or updates a pending one of the same session.
   const upsertApproval = q(
     `INSERT INTO approvals (approval_id, session_id, status, body, resolution) VALUES (?, ?, ?, ?, ?)
@@ -242,17 +248,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     'INSERT INTO snapshots (session_id, body) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET body = excluded.body',
   );
 
-  // The batches holding events after @after: from the batch that holds seq @after + 1 on.
-  const selectEvents = q<string>(
-    `SELECT body FROM event_batches
-      WHERE session_id = @sid
-        AND first_seq >= coalesce((SELECT first_seq FROM event_batches WHERE session_id = @sid AND first_seq <= @after + 1
-                                    ORDER BY first_seq DESC LIMIT 1), 0)
-      ORDER BY first_seq`,
-  ).pluck();
-  const selectLastSeq = q<number>('SELECT last_seq FROM event_batches WHERE session_id = ? ORDER BY first_seq DESC LIMIT 1').pluck();
-  const selectMailbox = q<string>('SELECT body FROM mailbox_batches WHERE session_id = ? ORDER BY first_ord').pluck();
-  const selectExecutions = q<string>('SELECT body FROM executions WHERE session_id = ? ORDER BY rowid').pluck();
+  // Commits whose events reach past @after (last_seq is filtered before any JSON is parsed).
+  const selectEvents = q<string>('SELECT events FROM log WHERE session_id = @sid AND last_seq > @after AND events IS NOT NULL ORDER BY n').pluck();
+  const selectLastSeq = q<number>('SELECT last_seq FROM log WHERE session_id = ? ORDER BY n DESC LIMIT 1').pluck();
+  const selectMailbox = q<string>('SELECT mailbox FROM log WHERE session_id = ? AND mailbox IS NOT NULL ORDER BY n').pluck();
+  const selectExecutions = q<string>('SELECT executions FROM log WHERE session_id = ? AND executions IS NOT NULL ORDER BY n').pluck();
   const selectSnapshot = q<string>('SELECT body FROM snapshots WHERE session_id = ?').pluck();
 
   const approvalCols = 'SELECT body, status, resolution FROM approvals';
@@ -264,23 +264,26 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const resolvePending = q(`UPDATE approvals SET status = ?, resolution = ? WHERE approval_id = ? AND status = 'pending'`);
 
   const commitTx = db.transaction((sessionId: string, step: StepCommit) => {
-    const [present, lastSeq, lastOrd] = head.get({ sid: sessionId }) as [number | null, number, number];
+    const [present, seq, ord, n] = head.get({ sid: sessionId }) as [number | null, number | null, number | null, number | null];
     if (present === null) throw sessionNotFound(sessionId);
+    const lastSeq = seq ?? 0;
     checkStep(sessionId, step, lastSeq);
     const events = step.events;
-    if (events !== undefined && events.length > 0) {
-      insertEvents.run(sessionId, (events[0] as SessionEvent).seq, (events[events.length - 1] as SessionEvent).seq, JSON.stringify(events));
-    }
     const mailbox = step.mailbox;
-    if (mailbox !== undefined && mailbox.length > 0) {
-      insertMailbox.run(sessionId, lastOrd + 1, lastOrd + mailbox.length, JSON.stringify(mailbox));
-    }
     const executions = step.executions;
-    if (executions !== undefined) {
-      for (let i = 0; i < executions.length; i++) {
-        const x = executions[i] as ExecutionRecord;
-        insertExecution.run(sessionId, x.callId, JSON.stringify(x));
-      }
+    const hasEvents = events !== undefined && events.length > 0;
+    const hasMailbox = mailbox !== undefined && mailbox.length > 0;
+    const hasExecutions = executions !== undefined && executions.length > 0;
+    if (hasEvents || hasMailbox || hasExecutions) {
+      insertLog.run(
+        sessionId,
+        (n ?? 0) + 1,
+        hasEvents ? (events[events.length - 1] as SessionEvent).seq : lastSeq,
+        (ord ?? 0) + (hasMailbox ? mailbox.length : 0),
+        hasEvents ? JSON.stringify(events) : null,
+        hasMailbox ? JSON.stringify(mailbox) : null,
+        hasExecutions ? JSON.stringify(executions) : null,
+      );
     }
     const approvals = step.approvals;
     if (approvals !== undefined) {
@@ -396,7 +399,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
     readExecutions(sessionId) {
       open();
-      return parseAll<ExecutionRecord>(selectExecutions.all(sessionId));
+      const out: ExecutionRecord[] = [];
+      for (const body of selectExecutions.all(sessionId)) {
+        const batch = JSON.parse(body as string) as ExecutionRecord[];
+        for (let i = 0; i < batch.length; i++) out.push(batch[i] as ExecutionRecord);
+      }
+      return out;
     },
 
     loadSnapshot(sessionId) {

@@ -103,24 +103,22 @@ describe('sqlite store specifics', () => {
     const raw = new Database(path);
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(['approvals', 'event_batches', 'executions', 'mailbox_batches', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['approvals', 'log', 'sessions', 'snapshots']);
     raw.pragma('user_version = 99');
     raw.close();
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
   });
 
-  it('store:sqlite:unique — the (session_id, first_seq) key backs the seq rule', () => {
+  it('store:sqlite:unique — the (session_id, n) key makes a session\'s commits a sequence (two writers cannot both append commit n)', () => {
     const path = fresh();
     createSqliteStore({ path }).close();
     const raw = new Database(path);
-    raw.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, body) VALUES ('s', 1, 1, '[]')").run();
-    expect(() => raw.prepare("INSERT INTO event_batches (session_id, first_seq, last_seq, body) VALUES ('s', 1, 2, '[]')").run()).toThrow(
-      /UNIQUE|PRIMARY KEY/,
-    );
+    raw.prepare("INSERT INTO log (session_id, n, last_seq, last_ord, events) VALUES ('s', 1, 1, 0, '[]')").run();
+    expect(() => raw.prepare("INSERT INTO log (session_id, n, last_seq, last_ord, events) VALUES ('s', 1, 2, 0, '[]')").run()).toThrow(/UNIQUE/);
     raw.close();
   });
 
-  it('store:sqlite:migrate-v1 — a version 1 file (one row per event) opens with every event and mailbox entry in order', () => {
+  it('store:sqlite:migrate-v1 — a version 1 file (one row per event) opens with every event, mailbox entry and execution in order', () => {
     const path = fresh();
     const raw = new Database(path);
     raw.exec(`
@@ -141,12 +139,14 @@ describe('sqlite store specifics', () => {
     for (const e of evs) raw.prepare('INSERT INTO events VALUES (?, ?, ?, ?, ?)').run('s1', e.seq, e.type, e.turnId, JSON.stringify(e));
     raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 1, JSON.stringify(mail('a')));
     raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 2, JSON.stringify(mail('b')));
+    raw.prepare('INSERT INTO executions VALUES (?, ?, ?)').run('s1', 'c1', JSON.stringify({ callId: 'c1', tool: 't' }));
     raw.close();
     const store = createSqliteStore({ path });
     expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
     expect(store.readEvents('s1', 0)).toEqual(evs);
     expect(store.readEvents('s1', 2)).toEqual(evs.slice(2));
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b')]);
+    expect(store.readExecutions('s1')).toEqual([{ callId: 'c1', tool: 't' }]);
     store.commit('s1', { events: events('s1', 4, 2), mailbox: [mail('c')] });
     expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4, 5]);
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
