@@ -1,0 +1,63 @@
+/**
+ * What the SSE and WebSocket halves of the streams transport share: the runtime, the
+ * authentication hook, the codec, the limits, and the set of open connections.
+ */
+import type { Runtime, SessionHandle } from '../../api.js';
+import type { Principal } from '../../types.js';
+import { sameTenant } from '../http.js';
+import type { Authenticate } from '../types.js';
+import type { EventCodec } from './codec.js';
+import type { SessionHub } from './follow.js';
+
+export interface StreamsLimits {
+  /** Per subscriber: bytes queued plus bytes buffered in the socket. */
+  maxBufferedBytes: number;
+  heartbeatMs: number;
+  /** SSE `retry:` sent once per stream. */
+  retryMs: number;
+  /** Largest WebSocket client frame answered with a reply; larger ones get `frame.too_large`. */
+  maxFrameBytes: number;
+}
+
+/** One open SSE stream or WebSocket connection. */
+export interface StreamConnection {
+  readonly kind: 'sse' | 'websocket';
+  /** Called every `heartbeatMs`. */
+  heartbeat(now: number): void;
+  /** Close because the transport is shutting down. */
+  shutdown(): void;
+  heldBytes(): number;
+  peakHeldBytes(): number;
+}
+
+export interface StreamsContext {
+  runtime: Runtime;
+  authenticate: Authenticate | undefined;
+  codec: EventCodec;
+  limits: StreamsLimits;
+  connections: Set<StreamConnection>;
+  /** One runtime subscription per followed session, shared by its local followers. */
+  hubs: Map<string, SessionHub>;
+  /** Slow subscribers disconnected; the highest held byte count of any closed connection. */
+  counters: { slowDisconnects: number; closedPeakHeldBytes: number };
+}
+
+/** Records a closing connection's peak in the transport's counters. */
+export function notePeak(ctx: StreamsContext, peak: number): void {
+  if (peak > ctx.counters.closedPeakHeldBytes) ctx.counters.closedPeakHeldBytes = peak;
+}
+
+/** The one refusal for a session that does not exist and a session of another tenant. */
+export function sessionNotFoundMessage(sessionId: string): string {
+  return `session "${sessionId}" not found`;
+}
+
+/**
+ * The session if it exists and belongs to the principal's tenant; undefined otherwise, so a
+ * session of another tenant is indistinguishable from a missing one.
+ */
+export async function visibleSession(runtime: Runtime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
+  const session = await runtime.session(sessionId);
+  if (session === undefined || !sameTenant(principal, session.record.tenantId)) return undefined;
+  return session;
+}

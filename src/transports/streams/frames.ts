@@ -1,0 +1,163 @@
+/**
+ * WebSocket frames of the `turnstate.v1` subprotocol and their validation.
+ *
+ * Contract: `parseClientFrame` never throws. It accepts a text frame of at most `maxBytes`
+ * holding one JSON object of a known `type` with exactly the fields that type allows, and
+ * otherwise returns an error naming what was wrong (and the frame's `ref` when one could be read).
+ * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
+ * every reply to that frame echoes it.
+ */
+import type { SessionEvent } from '../../types.js';
+
+export const SUBPROTOCOL = 'turnstate.v1';
+
+export type Ref = string | number;
+
+export type ClientFrame =
+  | { type: 'subscribe'; sessionId: string; resumeFrom?: number; ref?: Ref }
+  | { type: 'unsubscribe'; sessionId: string; ref?: Ref }
+  | { type: 'send'; sessionId: string; text: string; ref?: Ref }
+  | { type: 'approve' | 'deny'; approvalId: string; sessionId?: string; reason?: string; ref?: Ref }
+  | { type: 'ping'; ref?: Ref };
+
+export type ServerFrame =
+  | { type: 'event'; sessionId: string; seq: number; event: SessionEvent }
+  | { type: 'subscribed'; sessionId: string; lastSeq: number; ref?: Ref }
+  | { type: 'unsubscribed'; sessionId: string; reason: 'requested' | 'session-ended'; ref?: Ref }
+  | { type: 'sent'; sessionId: string; turnId: string; queued: boolean; ref?: Ref }
+  | { type: 'answered'; approvalId: string; decision: 'approved' | 'denied'; ref?: Ref }
+  | { type: 'error'; code: string; message: string; ref?: Ref; sessionId?: string }
+  | { type: 'pong'; ref?: Ref }
+  | { type: 'heartbeat'; at: string };
+
+/** Close codes (RFC 6455 section 7.4 plus the application range). */
+export const CloseCode = {
+  normal: 1000,
+  goingAway: 1001,
+  policy: 1008,
+  tooBig: 1009,
+  internal: 1011,
+  /** Application code: the client read too slowly; reconnect and resume from the last seq received. */
+  slowConsumer: 4008,
+} as const;
+
+export const SLOW_CONSUMER_REASON = 'slow consumer: resume from last seq';
+
+export type FrameResult = { ok: true; frame: ClientFrame } | { ok: false; code: string; message: string; ref?: Ref };
+
+const MAX_ID = 256;
+const MAX_REASON = 2000;
+
+const FIELDS: Record<ClientFrame['type'], readonly string[]> = {
+  subscribe: ['type', 'ref', 'sessionId', 'resumeFrom'],
+  unsubscribe: ['type', 'ref', 'sessionId'],
+  send: ['type', 'ref', 'sessionId', 'text'],
+  approve: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
+  deny: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
+  ping: ['type', 'ref'],
+};
+
+const TYPES = Object.keys(FIELDS).join(', ');
+
+export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean, maxBytes: number): FrameResult {
+  if (isBinary) return fail('frame.binary', 'binary frames are not accepted: send one JSON object as a text frame');
+  const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+  if (buf.byteLength > maxBytes) {
+    return fail('frame.too_large', `frame of ${buf.byteLength} bytes exceeds the limit of ${maxBytes} bytes`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(buf.toString('utf8'));
+  } catch (e) {
+    return fail('frame.invalid_json', `frame is not valid JSON: ${(e as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return fail('frame.invalid', `a frame must be a JSON object, got ${Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'null' : typeof value}`);
+  }
+  const obj = value as Record<string, unknown>;
+  const refValue = obj.ref;
+  let ref: Ref | undefined;
+  if (refValue !== undefined) {
+    if ((typeof refValue === 'string' && refValue.length <= 128) || (typeof refValue === 'number' && Number.isFinite(refValue))) {
+      ref = refValue;
+    } else {
+      return fail('frame.invalid', '/ref must be a string of at most 128 characters or a finite number');
+    }
+  }
+  const type = obj.type;
+  if (typeof type !== 'string') return fail('frame.invalid', `/type is required: one of ${TYPES}`, ref);
+  const allowed = (FIELDS as Record<string, readonly string[] | undefined>)[type];
+  if (allowed === undefined) return fail('frame.unknown_type', `unknown frame type '${truncate(type)}': expected one of ${TYPES}`, ref);
+  for (const key of Object.keys(obj)) {
+    if (!allowed.includes(key)) return fail('frame.invalid', `/${truncate(key)} is not a field of a '${type}' frame (allowed: ${allowed.join(', ')})`, ref);
+  }
+  const withRef = <T extends object>(f: T): T => (ref === undefined ? f : { ...f, ref });
+
+  switch (type as ClientFrame['type']) {
+    case 'ping':
+      return { ok: true, frame: withRef({ type: 'ping' as const }) };
+    case 'subscribe': {
+      const sessionId = id(obj, 'sessionId');
+      if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
+      const resumeFrom = obj.resumeFrom;
+      if (resumeFrom !== undefined && !(typeof resumeFrom === 'number' && Number.isSafeInteger(resumeFrom) && resumeFrom >= 0)) {
+        return fail('frame.invalid', '/resumeFrom must be a non-negative integer seq (the last seq received)', ref);
+      }
+      return {
+        ok: true,
+        frame: withRef(resumeFrom === undefined ? { type: 'subscribe' as const, sessionId } : { type: 'subscribe' as const, sessionId, resumeFrom }),
+      };
+    }
+    case 'unsubscribe': {
+      const sessionId = id(obj, 'sessionId');
+      if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
+      return { ok: true, frame: withRef({ type: 'unsubscribe' as const, sessionId }) };
+    }
+    case 'send': {
+      const sessionId = id(obj, 'sessionId');
+      if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
+      const text = obj.text;
+      if (typeof text !== 'string' || text.trim() === '') return fail('frame.invalid', '/text must be a non-empty string', ref);
+      return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text }) };
+    }
+    case 'approve':
+    case 'deny': {
+      const approvalId = id(obj, 'approvalId');
+      if (typeof approvalId !== 'string') return fail('frame.invalid', approvalId.message, ref);
+      const frame: Extract<ClientFrame, { type: 'approve' | 'deny' }> = { type: type as 'approve' | 'deny', approvalId };
+      if (obj.sessionId !== undefined) {
+        const sessionId = id(obj, 'sessionId');
+        if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
+        frame.sessionId = sessionId;
+      }
+      if (obj.reason !== undefined) {
+        if (typeof obj.reason !== 'string' || obj.reason.length > MAX_REASON) {
+          return fail('frame.invalid', `/reason must be a string of at most ${MAX_REASON} characters`, ref);
+        }
+        frame.reason = obj.reason;
+      }
+      return { ok: true, frame: withRef(frame) };
+    }
+  }
+}
+
+function id(obj: Record<string, unknown>, key: string): string | { message: string } {
+  const v = obj[key];
+  if (typeof v !== 'string' || v === '' || v.length > MAX_ID) {
+    return { message: `/${key} must be a non-empty string of at most ${MAX_ID} characters` };
+  }
+  return v;
+}
+
+function fail(code: string, message: string, ref?: Ref): FrameResult {
+  return ref === undefined ? { ok: false, code, message } : { ok: false, code, message, ref };
+}
+
+function truncate(s: string): string {
+  return s.length > 40 ? s.slice(0, 40) + '…' : s;
+}
+
+/** Encodes a control frame (events use the codec's cached frames). */
+export function encodeFrame(frame: ServerFrame): Buffer {
+  return Buffer.from(JSON.stringify(frame), 'utf8');
+}

@@ -1,0 +1,150 @@
+/**
+ * The streams transport: live session events over SSE (`GET /sessions/{id}/events`) and
+ * WebSocket (`/ws`, subprotocol `turnstate.v1`), plus the demo page's static files.
+ *
+ * Contract: both are projections of `SessionHandle.events(afterSeq)` under the part type
+ * registry's `streaming` delivery rules; both authenticate with the same hook, show a principal
+ * only sessions of its own tenant, bound every subscriber's buffered bytes, and resume exactly
+ * after a seq. `close()` ends SSE responses and closes WebSockets with 1001.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Runtime } from '../../api.js';
+import { HttpError, Router, requestUrl, sendError } from '../http.js';
+import type { Authenticate, HttpTransport } from '../types.js';
+import { createEventCodec } from './codec.js';
+import type { StreamConnection, StreamsContext } from './context.js';
+import { serveSse } from './sse.js';
+import { createStaticFiles } from './static.js';
+import { createWebSocketEndpoint } from './websocket.js';
+import { SUBPROTOCOL } from './frames.js';
+
+export { SUBPROTOCOL, CloseCode, SLOW_CONSUMER_REASON, parseClientFrame } from './frames.js';
+export type { ClientFrame, ServerFrame } from './frames.js';
+
+export interface StreamsTransportOptions {
+  runtime: Runtime;
+  /** Decides who is calling; EventSource cannot send headers, so it may read a cookie or `?token=`. */
+  authenticate?: Authenticate;
+  /** Directory served at `/` (the demo page). Omit to serve no files. */
+  webRoot?: string;
+  /** Per subscriber: bytes queued plus buffered in the socket (default 1 MiB). */
+  maxBufferedBytes?: number;
+  /** SSE comment / WebSocket heartbeat interval (default 15 000 ms). */
+  heartbeatMs?: number;
+  /** SSE `retry:` (default 2 000 ms). */
+  retryMs?: number;
+  /** Largest WebSocket client frame (default 64 KiB); 16 times this closes the connection with 1009. */
+  maxFrameBytes?: number;
+}
+
+export interface StreamsStats {
+  sse: number;
+  websocket: number;
+  /** Bytes held right now, per connection. */
+  heldBytes: number[];
+  /** The highest held byte count any connection, open or closed, has reached. */
+  peakHeldBytes: number;
+  slowDisconnects: number;
+}
+
+export interface StreamsTransport extends HttpTransport {
+  stats(): StreamsStats;
+}
+
+export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTransport {
+  const ctx: StreamsContext = {
+    runtime: opts.runtime,
+    authenticate: opts.authenticate,
+    codec: createEventCodec(opts.runtime.registries.partTypes),
+    limits: {
+      maxBufferedBytes: positive(opts.maxBufferedBytes, 'maxBufferedBytes') ?? 1024 * 1024,
+      heartbeatMs: positive(opts.heartbeatMs, 'heartbeatMs') ?? 15_000,
+      retryMs: positive(opts.retryMs, 'retryMs') ?? 2_000,
+      maxFrameBytes: positive(opts.maxFrameBytes, 'maxFrameBytes') ?? 64 * 1024,
+    },
+    connections: new Set<StreamConnection>(),
+    hubs: new Map(),
+    counters: { slowDisconnects: 0, closedPeakHeldBytes: 0 },
+  };
+  const ws = createWebSocketEndpoint(ctx);
+  const files = opts.webRoot === undefined ? undefined : createStaticFiles(opts.webRoot);
+  const router = new Router<{ req: IncomingMessage; res: ServerResponse }>()
+    .add('GET', '/sessions/:id/events', ({ req, res }, params) => serveSse(ctx, req, res, params.id!))
+    .add('GET', '/ws', ({ res }) => {
+      sendError(
+        res,
+        new HttpError(426, 'upgrade.required', `/ws is a WebSocket endpoint (subprotocol '${SUBPROTOCOL}')`, {
+          headers: { upgrade: 'websocket' },
+        }),
+      );
+    });
+
+  let closed = false;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    for (const c of ctx.connections) c.heartbeat(now);
+  }, ctx.limits.heartbeatMs);
+  timer.unref();
+
+  return {
+    name: 'streams',
+
+    async handle(req, res) {
+      const pathname = requestUrl(req).pathname;
+      const m = router.match(req.method ?? 'GET', pathname);
+      if (m.kind === 'method-not-allowed') {
+        sendError(res, new HttpError(405, 'method.not_allowed', `${req.method} is not allowed on ${pathname}`, { headers: { allow: m.allow.join(', ') } }));
+        return true;
+      }
+      if (m.kind === 'found') {
+        if (closed) {
+          sendError(res, new HttpError(503, 'server.closing', 'the server is shutting down'));
+          return true;
+        }
+        try {
+          await m.handler({ req, res }, m.params);
+        } catch (e) {
+          sendError(res, e);
+        }
+        return true;
+      }
+      if (files !== undefined) return files(req, res, pathname);
+      return false;
+    },
+
+    upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+      if (requestUrl(req).pathname !== '/ws') return false;
+      ws.upgrade(req, socket, head);
+      return true;
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      clearInterval(timer);
+      ws.close();
+      for (const c of [...ctx.connections]) c.shutdown();
+    },
+
+    stats() {
+      let nSse = 0;
+      let nWs = 0;
+      let peak = ctx.counters.closedPeakHeldBytes;
+      const held: number[] = [];
+      for (const c of ctx.connections) {
+        if (c.kind === 'sse') nSse++;
+        else nWs++;
+        held.push(c.heldBytes());
+        peak = Math.max(peak, c.peakHeldBytes());
+      }
+      return { sse: nSse, websocket: nWs, heldBytes: held, peakHeldBytes: peak, slowDisconnects: ctx.counters.slowDisconnects };
+    },
+  };
+}
+
+function positive(v: number | undefined, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`createStreamsTransport: ${name} must be a positive number, got ${v}`);
+  return v;
+}

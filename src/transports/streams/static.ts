@@ -1,0 +1,90 @@
+/**
+ * Static files of the demo page from one root directory.
+ *
+ * Contract: only GET and HEAD of regular files inside the root are served (`/` is `index.html`);
+ * a path that decodes to anything outside the root, or holds a NUL or a backslash, is refused
+ * with 404 whatever is on disk. Anything not found resolves false so another transport may answer.
+ */
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, resolve, sep } from 'node:path';
+import { HttpError, sendError } from '../http.js';
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.txt': 'text/plain; charset=utf-8',
+  '.webmanifest': 'application/manifest+json',
+};
+
+/** The page may talk to its own origin only (WebSocket included). */
+const HTML_HEADERS = {
+  'content-security-policy':
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+  'referrer-policy': 'no-referrer',
+};
+
+export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: ServerResponse, pathname: string) => Promise<boolean> {
+  const root = resolve(webRoot);
+  return async (req, res, pathname) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return false;
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(pathname);
+    } catch {
+      return false;
+    }
+    if (decoded.includes('\0') || decoded.includes('\\')) {
+      sendError(res, new HttpError(404, 'not_found', 'not found'));
+      return true;
+    }
+    if (decoded.endsWith('/')) decoded += 'index.html';
+    const file = resolve(root, '.' + decoded);
+    if (!file.startsWith(root + sep)) {
+      sendError(res, new HttpError(404, 'not_found', 'not found'));
+      return true;
+    }
+    let size: number;
+    try {
+      const st = await stat(file);
+      if (!st.isFile()) return false;
+      size = st.size;
+    } catch {
+      return false;
+    }
+    const ext = extname(file).toLowerCase();
+    const headers: Record<string, string> = {
+      'content-type': TYPES[ext] ?? 'application/octet-stream',
+      'content-length': String(size),
+      'cache-control': 'no-cache',
+      'x-content-type-options': 'nosniff',
+      ...(ext === '.html' ? HTML_HEADERS : {}),
+    };
+    res.writeHead(200, headers);
+    if (req.method === 'HEAD') {
+      res.end();
+      return true;
+    }
+    await new Promise<void>((done) => {
+      const stream = createReadStream(file);
+      stream.once('error', () => {
+        res.destroy();
+        done();
+      });
+      stream.once('end', done);
+      res.once('close', () => {
+        stream.destroy();
+        done();
+      });
+      stream.pipe(res);
+    });
+    return true;
+  };
+}

@@ -1,0 +1,176 @@
+import { EventSource } from 'eventsource';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SessionEvent } from '../../../src/types.js';
+import { createTravelRuntime, serve, type Served } from './app.js';
+import { eventsOf, readSse } from './clients.js';
+
+const ACME = 'acme:ann';
+const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+describe('streams: SSE over 127.0.0.1 against the real runtime', () => {
+  let srv: Served;
+  let sessionId: string;
+  let recorded: SessionEvent[];
+
+  let gate: Promise<void> | undefined;
+  beforeAll(async () => {
+    srv = await serve(createTravelRuntime({ searchGate: () => gate ?? Promise.resolve() }), { transport: { heartbeatMs: 100, retryMs: 234 } });
+    const s = await srv.runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    sessionId = s.id;
+    const principal = { tenantId: 'acme', userId: 'ann' };
+    await (await s.send('find flights to Corfu', { principal })).settled;
+    await (await s.send('book the first one', { principal })).settled;
+    const approval = (await s.snapshot()).pendingApprovals[0]!;
+    await s.answerApproval(approval.approvalId, { approved: true }, principal, 'api');
+    await s.idle();
+    recorded = await srv.runtime.store.readEvents(sessionId, 0);
+  });
+  afterAll(async () => srv?.close());
+
+  const url = (q = ''): string => `${srv.base}/sessions/${sessionId}/events${q}`;
+  const last = (): number => recorded.at(-1)!.seq;
+
+  it('sse:frame — each event is id: <seq>, event: <type>, data: <json>; retry once; proxy-safe headers', async () => {
+    const r = await readSse(url(), { headers: auth(ACME), until: (m) => m.length >= recorded.length });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(r.headers.get('cache-control')).toContain('no-cache');
+    expect(r.headers.get('x-accel-buffering')).toBe('no');
+    expect(r.headers.get('connection')).toBe('keep-alive');
+    expect(r.headers.get('content-encoding')).toBeNull();
+    expect(r.retry).toBe(234);
+    expect(r.messages.map((m) => m.id)).toEqual(recorded.map((e) => String(e.seq)));
+    expect(r.messages.map((m) => m.event)).toEqual(recorded.map((e) => e.type));
+    expect(eventsOf(r.messages)).toEqual(recorded);
+    const types = new Set(recorded.map((e) => e.type));
+    for (const t of ['part.delta', 'part.received', 'turnState.changed', 'tool.called', 'tool.result', 'approval.requested', 'approval.resolved', 'turn.settled']) {
+      expect(types.has(t as SessionEvent['type'])).toBe(true);
+    }
+  });
+
+  it('sse:resume:every-seq — Last-Event-ID k yields exactly the events after k, for every k of the recorded turns', async () => {
+    for (let k = 0; k <= last(); k++) {
+      const expected = recorded.filter((e) => e.seq > k);
+      const r = await readSse(url(), {
+        headers: { ...auth(ACME), 'last-event-id': String(k) },
+        until: (m) => m.length >= expected.length,
+        timeoutMs: expected.length === 0 ? 300 : 5_000,
+      });
+      expect(r.status).toBe(200);
+      expect(eventsOf(r.messages)).toEqual(expected);
+    }
+  });
+
+  it('sse:resume:query — ?after=k resumes like Last-Event-ID, and the header wins over the query', async () => {
+    const k = 17;
+    const expected = recorded.filter((e) => e.seq > k);
+    const q = await readSse(url(`?after=${k}`), { headers: auth(ACME), until: (m) => m.length >= expected.length });
+    expect(eventsOf(q.messages)).toEqual(expected);
+    const both = await readSse(url(`?after=3`), { headers: { ...auth(ACME), 'last-event-id': String(k) }, until: (m) => m.length >= expected.length });
+    expect(eventsOf(both.messages)).toEqual(expected);
+  });
+
+  it('sse:resume:invalid — a cursor that is not a seq is a 400 naming it', async () => {
+    const r = await readSse(url(), { headers: { ...auth(ACME), 'last-event-id': 'abc' } });
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body!)).toEqual({ error: { code: 'cursor.invalid', message: expect.stringContaining('Last-Event-ID') } });
+  });
+
+  it('sse:tenant — another tenant\'s session is refused exactly like a missing one', async () => {
+    const other = await readSse(url(), { headers: auth('globex:gus') });
+    const missing = await readSse(`${srv.base}/sessions/sess_missing/events`, { headers: auth('globex:gus') });
+    expect(other.status).toBe(404);
+    expect(missing.status).toBe(404);
+    const a = JSON.parse(other.body!);
+    const b = JSON.parse(missing.body!);
+    expect(a.error.code).toBe('session.not_found');
+    expect(a.error.message.replace(sessionId, 'ID')).toBe(b.error.message.replace('sess_missing', 'ID'));
+    expect(Object.keys(a.error)).toEqual(Object.keys(b.error));
+    expect(other.messages).toHaveLength(0);
+  });
+
+  it('sse:auth — no credentials is 401; EventSource authenticates with ?token= read by the hook', async () => {
+    const none = await readSse(url());
+    expect(none.status).toBe(401);
+    const es = new EventSource(url(`?token=${encodeURIComponent(ACME)}`));
+    const got: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      es.addEventListener('turn.settled', (m) => {
+        got.push(m.lastEventId);
+        if (got.length === 2) resolve();
+      });
+      es.onerror = () => reject(new Error('EventSource failed'));
+    });
+    es.close();
+    expect(got).toEqual(recorded.filter((e) => e.type === 'turn.settled').map((e) => String(e.seq)));
+  });
+
+  it('sse:heartbeat — a ":" comment arrives every heartbeat interval on an idle stream', async () => {
+    const r = await readSse(url(`?after=${last()}`), { headers: auth(ACME), until: (_m, c) => c.length >= 2 });
+    expect(r.comments.length).toBeGreaterThanOrEqual(2);
+    expect(r.comments[0]?.trim()).toBe('heartbeat');
+    expect(r.messages).toHaveLength(0);
+  });
+
+  it('sse:follows-session — one stream carries a new turn started after it opened', async () => {
+    const s = (await srv.runtime.session(sessionId))!;
+    const before = last();
+    const reading = readSse(url(`?after=${before}`), { headers: auth(ACME), until: (m) => m.some((x) => x.event === 'turn.settled') });
+    await new Promise((r) => setTimeout(r, 50));
+    await (await s.send('hello there', { principal: { tenantId: 'acme', userId: 'ann' } })).settled;
+    const r = await reading;
+    const evs = eventsOf(r.messages);
+    expect(evs[0]?.type).toBe('turn.started');
+    expect(evs.at(-1)?.type).toBe('turn.settled');
+    expect(evs).toEqual(await srv.runtime.store.readEvents(sessionId, before));
+    recorded = await srv.runtime.store.readEvents(sessionId, 0);
+  });
+
+  it('sse:shutdown — closing the transport ends open streams', async () => {
+    const own = await serve(createTravelRuntime());
+    const s = await own.runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    const reading = readSse(`${own.base}/sessions/${s.id}/events`, { headers: auth(ACME), timeoutMs: 5_000 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(own.transport.stats().sse).toBe(1);
+    await own.transport.close();
+    const r = await reading;
+    expect(r.status).toBe(200);
+    expect(r.ended).toBe(true);
+    await own.close();
+  });
+
+  it('sse:eventsource:reconnect — a real EventSource whose connection is killed resumes with Last-Event-ID, nothing lost or repeated', async () => {
+    const s = (await srv.runtime.session(sessionId))!;
+    const start = last();
+    const es = new EventSource(url(`?token=${encodeURIComponent(ACME)}&after=${start}`));
+    const seen: SessionEvent[] = [];
+    let opens = 0;
+    es.addEventListener('open', () => opens++);
+    const done = new Promise<void>((resolve) => {
+      const on = (m: MessageEvent): void => {
+        seen.push(JSON.parse(m.data as string) as SessionEvent);
+        if (seen.at(-1)!.type === 'turn.settled') resolve();
+      };
+      for (const t of ['turn.started', 'part.delta', 'part.received', 'turnState.changed', 'model.usage', 'tool.called', 'tool.result', 'envelope.settled', 'turn.settled']) {
+        es.addEventListener(t, on);
+      }
+    });
+    while (opens === 0) await new Promise((r) => setTimeout(r, 5));
+    let open!: () => void;
+    gate = new Promise<void>((r) => (open = r));
+    const ref = await s.send('find flights to Corfu', { principal: { tenantId: 'acme', userId: 'ann' } });
+    // Kill every connection mid-turn (the search tool is held); EventSource reconnects after `retry`.
+    while (!seen.some((e) => e.type === 'tool.called')) await new Promise((r) => setTimeout(r, 5));
+    for (const sock of srv.sockets) sock.destroy();
+    open();
+    gate = undefined;
+    await ref.settled;
+    await done;
+    es.close();
+    const expected = await srv.runtime.store.readEvents(sessionId, start);
+    expect(seen.map((e) => e.seq)).toEqual(expected.map((e) => e.seq));
+    expect(seen).toEqual(expected);
+    expect(opens).toBeGreaterThanOrEqual(2);
+    recorded = await srv.runtime.store.readEvents(sessionId, 0);
+  }, 15_000);
+});

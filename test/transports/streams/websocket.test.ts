@@ -1,0 +1,256 @@
+import WebSocket from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApprovalRecord, Principal, SessionEvent } from '../../../src/types.js';
+import { createTravelRuntime, serve, type Served } from './app.js';
+import { WsClient } from './clients.js';
+
+const ACME = 'acme:ann';
+const ann: Principal = { tenantId: 'acme', userId: 'ann' };
+
+/** Only principals with the `approver` role answer approvals. */
+const approversOnly = (_a: ApprovalRecord, by: Principal): boolean => (by.roles ?? []).includes('approver');
+
+describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
+  let srv: Served;
+  let sessionId: string;
+  let recorded: SessionEvent[];
+  const clients: WsClient[] = [];
+  const connect = async (token = ACME, opts: { protocols?: string[] } = {}): Promise<WsClient> => {
+    const c = await WsClient.connect(srv.wsUrl, { token, ...opts });
+    clients.push(c);
+    return c;
+  };
+
+  beforeAll(async () => {
+    srv = await serve(createTravelRuntime({ canAnswerApproval: approversOnly }), { transport: { heartbeatMs: 200, maxFrameBytes: 4096 } });
+    const s = await srv.runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    sessionId = s.id;
+    await (await s.send('find flights to Corfu', { principal: ann })).settled;
+    recorded = await srv.runtime.store.readEvents(sessionId, 0);
+  });
+  afterAll(async () => {
+    for (const c of clients) c.ws.terminate();
+    await srv?.close();
+  });
+
+  it('ws:subprotocol — an upgrade without turnstate.v1 is refused with a 400 naming it', async () => {
+    for (const protocols of [['chat.v2'], []]) {
+      const err = await WsClient.connect(srv.wsUrl, { token: ACME, protocols }).then(
+        () => undefined,
+        (e: { status?: number; body?: string }) => e,
+      );
+      expect(err?.status).toBe(400);
+      expect(JSON.parse(err!.body!).error).toEqual({ code: 'subprotocol.required', message: expect.stringContaining('turnstate.v1') });
+    }
+    const ok = await connect();
+    expect(ok.ws.protocol).toBe('turnstate.v1');
+  });
+
+  it('ws:auth — the authentication hook refuses an upgrade with its status', async () => {
+    const err = await WsClient.connect(srv.wsUrl, {}).then(
+      () => undefined,
+      (e: { status?: number; body?: string }) => e,
+    );
+    expect(err?.status).toBe(401);
+    expect(JSON.parse(err!.body!).error.code).toBe('auth.unauthenticated');
+  });
+
+  it('ws:subscribe — subscribed (with lastSeq) comes first, then every event as {type:event, sessionId, seq, event}', async () => {
+    const c = await connect();
+    c.send({ type: 'subscribe', sessionId, ref: 'r1' });
+    await c.next((f) => f.type === 'event' && f.seq === recorded.at(-1)!.seq);
+    expect(c.frames[0]).toMatchObject({ type: 'subscribed', sessionId, lastSeq: recorded.at(-1)!.seq, ref: 'r1' });
+    const evFrames = c.frames.filter((f) => f.type === 'event');
+    expect(evFrames.every((f) => f.sessionId === sessionId && f.seq === f.event.seq && f.__binary === false)).toBe(true);
+    expect(c.events()).toEqual(recorded);
+  });
+
+  it('ws:resume:every-seq — resumeFrom k yields exactly the events after k, for every k of a recorded turn', async () => {
+    const c = await connect();
+    const lastSeq = recorded.at(-1)!.seq;
+    for (let k = 0; k <= lastSeq; k++) {
+      const from = c.frames.length;
+      c.send({ type: 'subscribe', sessionId, resumeFrom: k, ref: k });
+      await c.next((f) => f.type === 'subscribed' && f.ref === k, 5_000, from);
+      if (k < lastSeq) await c.next((f) => f.type === 'event' && f.seq === lastSeq, 5_000, from);
+      c.send({ type: 'unsubscribe', sessionId, ref: `u${k}` });
+      await c.next((f) => f.type === 'unsubscribed' && f.ref === `u${k}`, 5_000, from);
+      const got = c.frames.slice(from).filter((f) => f.type === 'event').map((f) => f.event as SessionEvent);
+      expect(got).toEqual(recorded.filter((e) => e.seq > k));
+    }
+  });
+
+  it('ws:send-approve — send starts a turn, approve answers the approval via websocket, the turn completes', async () => {
+    const approver = await connect('acme:amy:approver');
+    const firstTurnEnd = recorded.at(-1)!.seq;
+    approver.send({ type: 'subscribe', sessionId, resumeFrom: firstTurnEnd });
+    await approver.next((f) => f.type === 'subscribed');
+    approver.send({ type: 'send', sessionId, text: 'book the first one', ref: 's' });
+    const sent = await approver.next((f) => f.type === 'sent');
+    expect(sent).toMatchObject({ sessionId, ref: 's', queued: false, turnId: expect.any(String) });
+    const req = await approver.next((f) => f.type === 'event' && f.event.type === 'approval.requested');
+    await approver.next((f) => f.type === 'event' && f.event.type === 'turnState.changed' && f.event.to === 'suspended');
+
+    // Same tenant without the approver role: the runtime's canAnswerApproval refuses.
+    const clerk = await connect('acme:carl');
+    clerk.send({ type: 'approve', approvalId: req.event.approvalId, ref: 1 });
+    expect(await clerk.next((f) => f.type === 'error')).toMatchObject({ code: 'approval.forbidden', ref: 1 });
+
+    // Another tenant: refused exactly like an approval that does not exist.
+    const outsider = await connect('globex:gus:approver');
+    outsider.send({ type: 'approve', approvalId: req.event.approvalId, ref: 2 });
+    outsider.send({ type: 'approve', approvalId: 'appr_missing', ref: 3 });
+    const [a, b] = [await outsider.next((f) => f.ref === 2), await outsider.next((f) => f.ref === 3)];
+    expect(a.code).toBe('approval.not_found');
+    expect({ ...a, message: a.message.replace(req.event.approvalId, 'ID'), ref: 0 }).toEqual({ ...b, message: b.message.replace('appr_missing', 'ID'), ref: 0 });
+
+    approver.send({ type: 'approve', approvalId: req.event.approvalId, reason: 'fine', ref: 'ok' });
+    expect(await approver.next((f) => f.type === 'answered')).toMatchObject({ approvalId: req.event.approvalId, decision: 'approved', ref: 'ok' });
+    const resolved = await approver.next((f) => f.type === 'event' && f.event.type === 'approval.resolved');
+    expect(resolved.event).toMatchObject({ decision: 'approved', via: 'websocket', by: { userId: 'amy' } });
+    await approver.next((f) => f.type === 'event' && f.event.type === 'turn.settled');
+
+    approver.send({ type: 'deny', approvalId: req.event.approvalId, ref: 'again' });
+    expect(await approver.next((f) => f.type === 'error' && f.ref === 'again')).toMatchObject({ code: 'approval.already_resolved' });
+    recorded = await srv.runtime.store.readEvents(sessionId, 0);
+    expect(approver.events(sessionId)).toEqual(recorded.filter((e) => e.seq > firstTurnEnd));
+  });
+
+  it('ws:tenant — another tenant\'s session is refused exactly like a missing one, for subscribe and send', async () => {
+    const c = await connect('globex:gus');
+    c.send({ type: 'subscribe', sessionId, ref: 'a' });
+    c.send({ type: 'subscribe', sessionId: 'sess_missing', ref: 'b' });
+    c.send({ type: 'send', sessionId, text: 'cancel everything', ref: 'c' });
+    const [a, b, s] = [await c.next((f) => f.ref === 'a'), await c.next((f) => f.ref === 'b'), await c.next((f) => f.ref === 'c')];
+    const norm = (f: Record<string, unknown>, id: string) => ({ ...f, message: String(f.message).replace(id, 'ID'), sessionId: 'ID', ref: 0 });
+    expect(a).toMatchObject({ type: 'error', code: 'session.not_found' });
+    expect(norm(a, sessionId)).toEqual(norm(b, 'sess_missing'));
+    expect(norm(s, sessionId)).toEqual(norm(b, 'sess_missing'));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(c.frames.filter((f) => f.type === 'event')).toHaveLength(0);
+    expect((await srv.runtime.store.readEvents(sessionId, 0)).length).toBe(recorded.length);
+  });
+
+  it('ws:frames:invalid — each bad frame gets an error naming the problem and the connection stays up', async () => {
+    const c = await connect();
+    const bad: [unknown, string, RegExp][] = [
+      ['{not json', 'frame.invalid_json', /not valid JSON/],
+      ['[1,2]', 'frame.invalid', /must be a JSON object, got an array/],
+      ['"text"', 'frame.invalid', /must be a JSON object/],
+      [{ sessionId }, 'frame.invalid', /\/type is required/],
+      [{ type: 'shout' }, 'frame.unknown_type', /unknown frame type 'shout'/],
+      [{ type: 'subscribe' }, 'frame.invalid', /\/sessionId must be a non-empty string/],
+      [{ type: 'subscribe', sessionId, resumeFrom: -1 }, 'frame.invalid', /\/resumeFrom must be a non-negative integer/],
+      [{ type: 'subscribe', sessionId, extra: true }, 'frame.invalid', /\/extra is not a field of a 'subscribe' frame/],
+      [{ type: 'send', sessionId, text: '' }, 'frame.invalid', /\/text must be a non-empty string/],
+      [{ type: 'approve' }, 'frame.invalid', /\/approvalId/],
+      [{ type: 'ping', ref: { x: 1 } }, 'frame.invalid', /\/ref must be/],
+      [JSON.stringify({ type: 'send', sessionId, text: 'x'.repeat(5000) }), 'frame.too_large', /exceeds the limit of 4096 bytes/],
+    ];
+    for (const [frame, code, message] of bad) {
+      const from = c.frames.length;
+      c.send(frame);
+      const err = await c.next((f) => f.type === 'error', 5_000, from);
+      expect(err.code).toBe(code);
+      expect(err.message).toMatch(message);
+    }
+    const from = c.frames.length;
+    c.ws.send(Buffer.from('{"type":"ping"}'), { binary: true });
+    expect(await c.next((f) => f.type === 'error', 5_000, from)).toMatchObject({ code: 'frame.binary' });
+    c.send({ type: 'ping', ref: 7 });
+    expect(await c.next((f) => f.type === 'pong')).toMatchObject({ ref: 7 });
+    expect(c.ws.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it('ws:close:1008 — twenty bad frames in a row close the connection with 1008 (policy)', async () => {
+    const c = await connect();
+    for (let i = 0; i < 20; i++) c.send('nope');
+    expect(await c.closed()).toBe(1008);
+  });
+
+  it('ws:close:1009 — a frame beyond the hard payload limit closes with 1009 (too big)', async () => {
+    const c = await connect();
+    c.send(JSON.stringify({ type: 'send', sessionId, text: 'x'.repeat(4096 * 16 + 10) }));
+    expect(await c.closed()).toBe(1009);
+  });
+
+  it('ws:heartbeat — the server sends app-level heartbeat frames on an idle connection', async () => {
+    const c = await connect();
+    const hb = await c.next((f) => f.type === 'heartbeat', 2_000);
+    expect(Number.isNaN(Date.parse(hb.at))).toBe(false);
+  });
+
+  it('ws:fanout:shared — many subscribers of one session share one runtime subscription, and each gets every event', async () => {
+    let eventsCalls = 0;
+    const runtime = createTravelRuntime();
+    const counting = new Proxy(runtime, {
+      get(target, prop, receiver) {
+        if (prop !== 'session') return Reflect.get(target, prop, receiver);
+        return async (id: string) => {
+          const h = await target.session(id);
+          return (
+            h &&
+            new Proxy(h, {
+              get: (t, p) => (p === 'events' ? (after?: number) => (eventsCalls++, t.events(after)) : Reflect.get(t, p, t)),
+            })
+          );
+        };
+      },
+    });
+    const own = await serve(counting);
+    const s = await runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    const subs = await Promise.all(Array.from({ length: 20 }, () => WsClient.connect(own.wsUrl, { token: ACME })));
+    for (const c of subs) c.send({ type: 'subscribe', sessionId: s.id });
+    await Promise.all(subs.map((c) => c.next((f) => f.type === 'subscribed')));
+    await (await s.send('find flights to Corfu', { principal: ann })).settled;
+    const log = await runtime.store.readEvents(s.id, 0);
+    await Promise.all(subs.map((c) => c.next((f) => f.type === 'event' && f.seq === log.at(-1)!.seq)));
+    for (const c of subs) expect(c.events(s.id)).toEqual(log);
+    expect(eventsCalls).toBe(1);
+    for (const c of subs) c.ws.terminate();
+    await own.close();
+  });
+
+  it('ws:subscription:limit — one connection follows at most 100 sessions', async () => {
+    const c = await connect();
+    const ids: string[] = [];
+    for (let i = 0; i < 101; i++) ids.push((await srv.runtime.createSession({ actor: 'desk', tenantId: 'acme' })).id);
+    // In batches: more than 64 frames awaiting an answer is itself a policy violation (1008).
+    for (let i = 0; i < ids.length; i += 50) {
+      for (let j = i; j < Math.min(i + 50, ids.length); j++) c.send({ type: 'subscribe', sessionId: ids[j], ref: j });
+      await c.next((f) => f.ref === Math.min(i + 49, ids.length - 1), 10_000);
+    }
+    const last = await c.next((f) => f.ref === 100, 10_000);
+    expect(last).toMatchObject({ type: 'error', code: 'subscription.limit', sessionId: ids[100] });
+    expect(c.frames.filter((f) => f.type === 'subscribed')).toHaveLength(100);
+  });
+
+  it('ws:close:1011 — an unexpected failure while handling a frame is answered, then the connection closes with 1011', async () => {
+    // The runtime as the transport sees it, with a session whose send() fails with a plain bug.
+    const runtime = createTravelRuntime();
+    const session = await runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    const broken = new Proxy(runtime, {
+      get(target, prop, receiver) {
+        if (prop !== 'session') return Reflect.get(target, prop, receiver);
+        return async (id: string) => {
+          const h = await target.session(id);
+          return h && new Proxy(h, { get: (t, p) => (p === 'send' ? () => Promise.reject(new TypeError('boom')) : Reflect.get(t, p, t)) });
+        };
+      },
+    });
+    const own = await serve(broken);
+    const c = await WsClient.connect(own.wsUrl, { token: ACME });
+    c.send({ type: 'send', sessionId: session.id, text: 'hello', ref: 'x' });
+    expect(await c.next((f) => f.type === 'error')).toMatchObject({ code: 'internal', message: 'internal error: boom', ref: 'x' });
+    expect(await c.closed()).toBe(1011);
+    await own.close();
+  });
+
+  it('ws:close:1001 — closing the transport closes every WebSocket with 1001 (going away)', async () => {
+    const own = await serve(createTravelRuntime());
+    const c = await WsClient.connect(own.wsUrl, { token: ACME });
+    await own.transport.close();
+    expect(await c.closed()).toBe(1001);
+    await own.close();
+  });
+});
