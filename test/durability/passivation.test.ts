@@ -84,11 +84,29 @@ describe('passivation', () => {
     const s = await rt.createSession({ actor: 'desk' });
     await (await s.send('hi there')).settled;
     expect(rt.passivateIdle()).toBe(1);
+    expect(rt.liveSessions).toBe(0);
     try {
       const out = await (await s.send('hi again')).settled;
       expect(out.finalizedBy).toBe('complete');
+      expect(rt.liveSessions).toBe(1);
+      expect((await rt.store.readEvents(s.id, 0)).filter((e) => e.type === 'turn.settled')).toHaveLength(2);
     } finally {
       await rt.close();
     }
+  });
+
+  it('passivation:watched-stays — an idle session with a live subscriber is not passivated; once unsubscribed it is', async () => {
+    const rt = buildDesk({ db: join(dir, 'd.db'), sideLog: join(dir, 'd.log') });
+    const s = await rt.createSession({ actor: 'desk' });
+    const seen: number[] = [];
+    const sub = s.events(0).subscribe((e) => seen.push(e.seq));
+    await (await s.send('hi there')).settled;
+    await s.idle();
+    expect(rt.passivateIdle()).toBe(0);
+    expect(rt.liveSessions).toBe(1);
+    sub.unsubscribe();
+    expect(rt.passivateIdle()).toBe(1);
+    expect(seen).toEqual((await rt.store.readEvents(s.id, 0)).map((e) => e.seq));
+    await rt.close();
   });
 });

@@ -1,0 +1,148 @@
+/**
+ * Registrations inferred from a recording, for replaying a session without the application's
+ * bootstrap code (the `turnstate replay` command without `--setup`):
+ * - actors: every actor the log names, with the tools they called and the hand-offs they made;
+ * - tools: every server tool called, with the scope and routing the log recorded, an open
+ *   input schema, and an approval policy that repeats each recorded call's policy verdict
+ *   (ask, deny with its reason, or approve);
+ * - part types the log used that are not canonical, and its consumer turn states: terminal
+ *   (a turn settled in it) or holding (the turn left it after an `[<resumeOn>] ...` injection).
+ * Calls the recording rejected before dispatch (unknown tool, invalid arguments) replay
+ * differently when the open schema accepts them; replaying with the real setup avoids that.
+ */
+import type { ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition } from '../registries/types.js';
+import type { Recording } from './recording.js';
+
+const argsKey = (turnId: string, tool: string, args: unknown) => `${turnId}\u0000${tool}\u0000${JSON.stringify(args ?? null)}`;
+
+export function inferSetup(rec: Recording): (registries: Registries) => void {
+  const actors = new Map<string, { tools: Set<string>; handoffs: Set<string> }>();
+  const actor = (name: string) => {
+    let a = actors.get(name);
+    if (!a) actors.set(name, (a = { tools: new Set(), handoffs: new Set() }));
+    return a;
+  };
+  actor(rec.record.actor);
+  const tools = new Map<string, { scope: 'generalist' | 'specialist'; routing: 'routed' | 'bypass' }>();
+  const partTypes = new Map<string, boolean>();
+  const terminal = new Map<string, boolean>();
+  const enveloped = new Set<string>();
+  /** States the log left again, with a turn where that happened. */
+  const left = new Map<string, string>();
+  const called = new Map<string, { turnId: string; tool: string; args: unknown }>();
+  const resulted = new Map<string, { isError: boolean; view: unknown }>();
+  for (const e of rec.events) {
+    switch (e.type) {
+      case 'turn.started':
+        actor(e.actor);
+        break;
+      case 'model.usage':
+        actor(e.actor);
+        break;
+      case 'actor.passed':
+        actor(e.from).handoffs.add(e.to);
+        actor(e.to);
+        break;
+      case 'tool.called':
+        if (e.side === 'server') {
+          actor(e.actor).tools.add(e.tool);
+          tools.set(e.tool, { scope: e.scope ?? 'generalist', routing: e.routing ?? 'routed' });
+        }
+        called.set(e.callId, { turnId: e.turnId, tool: e.tool, args: e.args });
+        break;
+      case 'tool.result':
+        resulted.set(e.callId, { isError: e.isError, view: e.view });
+        break;
+      case 'part.received':
+        partTypes.set(e.part.metadata.partType, e.part.data !== undefined);
+        break;
+      case 'envelope.settled':
+        enveloped.add(e.turnId);
+        break;
+      case 'turn.settled':
+        terminal.set(e.finalizedBy, enveloped.has(e.turnId));
+        break;
+      case 'turnState.changed':
+        if (e.from !== e.to) left.set(e.from, e.turnId);
+        break;
+      default:
+        break;
+    }
+  }
+
+  // The recorded policy verdict of each call, by (turn, tool, args), in call order.
+  const verdicts = new Map<string, ApprovalVerdict[]>();
+  const addVerdict = (k: string, v: ApprovalVerdict) => {
+    let q = verdicts.get(k);
+    if (!q) verdicts.set(k, (q = []));
+    q.push(v);
+  };
+  const byCall = new Map(rec.approvals.map((a) => [a.callId, a]));
+  const executed = new Set(rec.executions.map((x) => x.callId));
+  for (const m of rec.mailbox) {
+    if (m.kind !== 'assistant') continue;
+    for (const b of m.content) {
+      if (b.type !== 'tool_use' || !tools.has(b.name)) continue;
+      const k = argsKey(m.turnId, b.name, b.input);
+      const appr = byCall.get(b.id);
+      const res = resulted.get(b.id);
+      if (appr) addVerdict(k, appr.policyResult.decision === 'deny' ? { decision: 'deny' } : { decision: appr.policyResult.source === 'standing' ? 'approve' : appr.policyResult.decision });
+      else if (called.has(b.id) && res?.isError && !executed.has(b.id) && typeof res.view === 'string' && res.view.startsWith('Tool call denied')) {
+        const reason = res.view.replace(/^Tool call denied:?\s*/, '');
+        addVerdict(k, reason ? { decision: 'deny', reason } : { decision: 'deny' });
+      } else addVerdict(k, { decision: 'approve' });
+    }
+  }
+
+  return (registries: Registries) => {
+    for (const [id, dataBearing] of partTypes) {
+      if (registries.partTypes.has(id)) continue;
+      const meta: PartTypeMeta = {
+        description: `${id} (inferred from a recording)`,
+        streamingPreferred: false,
+        dataBearing,
+        delivery: { streaming: 'deliver', buffered: 'deliver' },
+        inEnvelope: true,
+        modelEmittable: true,
+        carries: 'either',
+      };
+      registries.partTypes.register({ id, meta });
+    }
+    for (const [id, emitsEnvelope] of terminal) {
+      if (registries.turnStates.has(id)) continue;
+      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: true, emitsEnvelope, holdsActor: false } });
+    }
+    // A state the turn left after an injection `[<resumeOn>] ...` arrived: it held the actor.
+    for (const [id, turnId] of left) {
+      if (registries.turnStates.has(id) || terminal.has(id)) continue;
+      const injected = rec.mailbox.find((m) => m.kind === 'user' && m.turnId === turnId && /^\[[\w-]+\] /.test(m.text));
+      const resumeOn = injected?.kind === 'user' ? /^\[([\w-]+)\] /.exec(injected.text)?.[1] : undefined;
+      if (!resumeOn) continue;
+      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn } });
+    }
+    for (const [name, t] of tools) {
+      if (registries.tools.has(name)) continue;
+      const common = {
+        name,
+        description: `${name} (replayed from a recording)`,
+        inputSchema: { type: 'object' },
+        handler: () => {
+          throw new Error(`${name} is replayed from the recording and never runs`);
+        },
+        requiresApproval: (args: unknown, ctx: { turn: { id: string } }): ApprovalVerdict =>
+          verdicts.get(argsKey(ctx.turn.id, name, args))?.shift() ?? { decision: 'approve' },
+      };
+      const def: ToolDefinition =
+        t.scope === 'generalist'
+          ? { ...common, scope: 'generalist' }
+          : t.routing === 'bypass'
+            ? { ...common, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'replayed from a recording' }, justification: 'replayed from a recording' }
+            : { ...common, scope: 'specialist', justification: 'replayed from a recording' };
+      registries.tools.register(def);
+    }
+    for (const [name, a] of actors) {
+      if (registries.actors.has(name)) continue;
+      registries.actors.register({ name, tools: [...a.tools], handoffs: [...a.handoffs] });
+    }
+  };
+}

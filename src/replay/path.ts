@@ -1,0 +1,160 @@
+/**
+ * The path of a session: per turn, per model call ("step"), which turn states it went
+ * through, which part types it produced, which tools it called and how they ended. Ids,
+ * timestamps, usage and streaming deltas are left out, so two runs of the same conversation
+ * have equal paths even when their ids and chunking differ.
+ *
+ * Events are attributed to the model call that caused them through the call ids of the
+ * mailbox's `assistant` entries (one per completed model call): a respond() part or a tool
+ * call belongs to the call whose response holds its tool_use id; state changes, settlement
+ * and runtime parts belong to the call before them.
+ */
+import type { MailboxEntry, Part, SessionEvent } from '../types.js';
+
+export interface PathStep {
+  /** The actor whose model call this step is (null when no model call completed, e.g. a failed one). */
+  actor: string | null;
+  /** Part types received, in order. */
+  parts: string[];
+  /** Turn-state changes, `from->to`. */
+  states: string[];
+  /** Tools called, in order (`client:<name>` for client-side tools). */
+  tools: string[];
+  /** `<tool>:requested`, `<tool>:approved`, `<tool>:denied`. */
+  approvals: string[];
+  /** Tool outcomes: `<tool>:ok` or `<tool>:error`. */
+  results: string[];
+  /** Hand-offs, `from->to`. */
+  handoffs: string[];
+  /** Each part's text, or its data as JSON (compared after the structure). */
+  texts: string[];
+}
+
+export interface TurnPath {
+  index: number;
+  turnId: string;
+  /** The user's text that started the turn. */
+  input: string;
+  /** The entry actor. */
+  actor: string;
+  steps: PathStep[];
+  /** The state the turn settled in, or null when it has not settled (e.g. still suspended). */
+  finalizedBy: string | null;
+  stop?: string;
+}
+
+export interface SessionPath {
+  sessionId: string;
+  turns: TurnPath[];
+}
+
+function emptyStep(actor: string | null): PathStep {
+  return { actor, parts: [], states: [], tools: [], approvals: [], results: [], handoffs: [], texts: [] };
+}
+
+/** A part's comparable content: its text, or its data as JSON. */
+export function partText(p: Part): string {
+  if (typeof p.text === 'string') return p.text;
+  return JSON.stringify(p.data ?? null);
+}
+
+/** The path of one session from its event log and mailbox. */
+export function extractPath(sessionId: string, events: readonly SessionEvent[], mailbox: readonly MailboxEntry[]): SessionPath {
+  const turns: TurnPath[] = [];
+  const byTurn = new Map<string, { turn: TurnPath; calls: Map<string, number>; callActors: string[]; usage: number; cur: number }>();
+  const toolNames = new Map<string, string>();
+
+  // The model calls of each turn, in order, and which call each tool_use id belongs to.
+  const callsOf = new Map<string, { calls: Map<string, number>; actors: string[] }>();
+  for (const m of mailbox) {
+    if (m.kind !== 'assistant') continue;
+    let c = callsOf.get(m.turnId);
+    if (!c) callsOf.set(m.turnId, (c = { calls: new Map(), actors: [] }));
+    const k = c.actors.length;
+    c.actors.push(m.actor);
+    for (const b of m.content) if (b.type === 'tool_use') c.calls.set(b.id, k);
+  }
+
+  for (const e of events) {
+    let st = byTurn.get(e.turnId);
+    if (!st) {
+      if (e.type !== 'turn.started') continue;
+      const c = callsOf.get(e.turnId);
+      const turn: TurnPath = { index: turns.length, turnId: e.turnId, input: e.input.text, actor: e.actor, steps: [], finalizedBy: null };
+      turns.push(turn);
+      st = { turn, calls: c?.calls ?? new Map(), callActors: c?.actors ?? [], usage: 0, cur: 0 };
+      byTurn.set(e.turnId, st);
+      continue;
+    }
+    const s = st;
+    const at = (k: number): PathStep => {
+      const steps = s.turn.steps;
+      while (steps.length <= k) steps.push(emptyStep(s.callActors[steps.length] ?? null));
+      s.cur = k;
+      return steps[k]!;
+    };
+    const byCall = (callId: string) => s.calls.get(callId) ?? s.cur;
+    switch (e.type) {
+      case 'turn.started':
+      case 'part.delta':
+      case 'envelope.settled':
+        break;
+      case 'model.usage': {
+        const step = at(s.usage++);
+        step.actor = e.actor;
+        break;
+      }
+      case 'part.received': {
+        const k = s.calls.has(e.callId) ? s.calls.get(e.callId)! : e.callId.endsWith(':thinking') ? s.usage : s.cur;
+        const step = at(k);
+        step.parts.push(e.part.metadata.partType);
+        step.texts.push(partText(e.part));
+        break;
+      }
+      case 'turnState.changed':
+        at(s.cur).states.push(`${e.from}->${e.to}`);
+        break;
+      case 'tool.called':
+        toolNames.set(e.callId, e.tool);
+        at(byCall(e.callId)).tools.push(e.side === 'client' ? `client:${e.tool}` : e.tool);
+        break;
+      case 'tool.result':
+        at(byCall(e.callId)).results.push(`${e.tool}:${e.isError ? 'error' : 'ok'}`);
+        break;
+      case 'approval.requested':
+        at(byCall(e.callId)).approvals.push(`${e.tool}:requested`);
+        break;
+      case 'approval.resolved':
+        at(byCall(e.callId)).approvals.push(`${toolNames.get(e.callId) ?? '?'}:${e.decision}`);
+        break;
+      case 'actor.passed':
+        at(s.cur).handoffs.push(`${e.from}->${e.to}`);
+        break;
+      case 'turn.settled':
+        at(s.cur);
+        s.turn.finalizedBy = e.finalizedBy;
+        if (e.stop) s.turn.stop = e.stop;
+        break;
+    }
+  }
+  return { sessionId, turns };
+}
+
+const list = (xs: readonly string[]) => `[${xs.join(', ')}]`;
+
+/** One line per turn and per step, for terminals and logs. */
+export function formatPath(path: SessionPath): string {
+  const lines: string[] = [`session ${path.sessionId}: ${path.turns.length} turn(s)`];
+  for (const t of path.turns) {
+    lines.push(`turn ${t.index} ${t.turnId} ${JSON.stringify(t.input)} (${t.actor}) -> ${t.finalizedBy ?? 'not settled'}${t.stop ? ` [${t.stop}]` : ''}`);
+    t.steps.forEach((s, k) => {
+      const bits = [`  step ${k} ${s.actor ?? '(no model call)'}:`, `parts ${list(s.parts)}`, `states ${list(s.states)}`];
+      if (s.tools.length) bits.push(`tools ${list(s.tools)}`);
+      if (s.approvals.length) bits.push(`approvals ${list(s.approvals)}`);
+      if (s.results.length) bits.push(`results ${list(s.results)}`);
+      if (s.handoffs.length) bits.push(`handoffs ${list(s.handoffs)}`);
+      lines.push(bits.join(' '));
+    });
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,93 @@
+/**
+ * `turnstate replay <db> <session> [--script new.json] [--setup module] [--json]`: prints the
+ * path and the diff; exit code 0 identical, 1 diverged, 2 bad usage.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runReplayCommand } from '../../src/cli/replay.js';
+import { createSqliteStore } from '../../src/stores/sqlite.js';
+import { respond, TRAVEL_SCRIPT, travelRuntime } from './fixtures.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'turnstate-replay-cli-'));
+const db = join(dir, 'app.db');
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+beforeAll(async () => {
+  const rt = travelRuntime(createSqliteStore({ path: db }));
+  const s = await rt.createSession({ id: 'trip', actor: 'front' });
+  await (await s.send('hello')).settled;
+  await (await s.send('flights to Corfu')).settled;
+  await rt.close();
+});
+
+async function run(argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await runReplayCommand(argv, (s) => (stdout += s), (s) => (stderr += s));
+  return { code, stdout, stderr };
+}
+
+describe('turnstate replay', () => {
+  it('replay:cli:identical — replays a recorded session, prints its path, exits 0', async () => {
+    const r = await run(['replay', db, 'trip']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('session trip: 2 turn(s)');
+    expect(r.stdout).toMatch(/step 0 front: parts \[ack\] states \[awaiting->passed, passed->awaiting\] handoffs \[front->flights\]/);
+    expect(r.stdout).toMatch(/step 1 flights: parts \[ack\] states \[awaiting->awaiting\] tools \[search\] results \[search:ok\]/);
+    expect(r.stdout).toContain('identical');
+  });
+
+  it('replay:cli:script-diverges — with --script the recorded inputs run against the new script; the first divergence is printed, exit 1', async () => {
+    const file = join(dir, 'new.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ rules: TRAVEL_SCRIPT.rules.map((r) => (r.id === 'handoff' ? { ...r, respond: { blocks: [respond([{ text: 'We do not do flights.', partType: 'response' }], 'complete')] } } : r)) }),
+    );
+    const r = await run([db, 'trip', '--script', file]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/diverged \(\d+ difference\(s\)\); first: turn 1 \(turn_[^)]+\), step 0: parts differ — expected \["ack"\] but got \["response"\]/);
+    expect(r.stdout).toContain('replayed session trip');
+  });
+
+  it('replay:cli:setup-json — --setup loads the application registrations; --json prints the result as data', async () => {
+    const setup = join(dir, 'setup.mjs');
+    writeFileSync(
+      setup,
+      `export function setup(r) {
+        const handler = () => { throw new Error('never called in replay'); };
+        r.tools.register({ name: 'search', description: 'Search', inputSchema: { type: 'object' }, scope: 'generalist', handler });
+        r.tools.register({ name: 'fare_rules', description: 'Rules', inputSchema: { type: 'object' }, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'inline lookup in the actor' }, justification: 'fare rules are private to flights', handler });
+        r.actors.register({ name: 'front', handoffs: ['flights'] });
+        r.actors.register({ name: 'flights', tools: ['search', 'fare_rules'] });
+      }\n`,
+    );
+    const r = await run([db, 'trip', '--setup', setup, '--json']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { identical: boolean; recorded: { turns: unknown[] }; diff: { differences: unknown[] } };
+    expect(out.identical).toBe(true);
+    expect(out.recorded.turns).toHaveLength(2);
+    expect(out.diff.differences).toEqual([]);
+  });
+
+  it('replay:cli:usage — bad usage, a missing file and an unknown session exit 2 with a clear message', async () => {
+    expect((await run(['replay', db])).stderr).toMatch(/needs <db> and <session>/);
+    expect((await run([db, 'trip', '--bogus'])).code).toBe(2);
+    expect((await run([db, 'trip', '--bogus'])).stderr).toMatch(/unknown option "--bogus"/);
+    const missing = await run([join(dir, 'nope.db'), 'trip']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/no database file/);
+    const unknown = await run([db, 'nobody']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/no session "nobody".*trip/);
+    const badScript = join(dir, 'bad.json');
+    writeFileSync(badScript, '{"rules": 3}');
+    const bad = await run([db, 'trip', '--script', badScript]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/is not a ModelScript/);
+    expect((await run(['--help'])).stdout).toContain('Usage: turnstate replay');
+  });
+});
