@@ -124,6 +124,10 @@ export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, Routed
 export { assembleEnvelope } from './envelope/assemble.js';
 export { produceLlmContext } from './envelope/llm-context.js';
 
+// Replay and diff (the evals substrate).
+export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';
+export type { ReplayOptions, ReplayResult, SessionPath, TurnPath, PathStep, PathDiff, Divergence } from './replay/index.js';
+
 // Models and stores that need no optional dependency.
 export { createScriptedModel } from './models/scripted.js';
 export type { ScriptedModel } from './models/scripted.js';

@@ -23,6 +23,8 @@ export const USAGE = `Usage: turnstate <command> [options]
 
 Commands:
   serve     Run the AAP + SSE/WebSocket server with the travel-desk demo app
+  replay    Re-run a recorded session from a SQLite file and diff its path
+            (turnstate replay <db> <session> [--script new.json]; see turnstate replay --help)
 
 Options for serve:
   --port <n>        Port to listen on (default 8787, 0 picks a free port; env PORT)
@@ -41,7 +43,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '-h' || command === '--help') return { kind: 'help', text: USAGE };
   if (command === '-v' || command === '--version' || command === 'version') return { kind: 'version' };
-  if (command !== 'serve') throw new UsageError(`unknown command "${command}" (commands: serve)`);
+  if (command !== 'serve') throw new UsageError(`unknown command "${command}" (commands: serve, replay)`);
 
   const values = new Map<string, string>();
   for (let i = 0; i < rest.length; i++) {

@@ -10,6 +10,11 @@ import { parseArgs, UsageError, USAGE } from './args.js';
 import { PACKAGE_ROOT, serve } from './serve.js';
 
 async function main(argv: string[]): Promise<number> {
+  // `turnstate replay <db> <session> [...]`: re-run a recorded session and diff its path.
+  if (argv[0] === 'replay') {
+    const { runReplayCommand } = await import('./replay.js');
+    return runReplayCommand(argv.slice(1));
+  }
   let command;
   try {
     command = parseArgs(argv);

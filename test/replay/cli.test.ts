@@ -91,3 +91,13 @@ describe('turnstate replay', () => {
     expect((await run(['--help'])).stdout).toContain('Usage: turnstate replay');
   });
 });
+
+describe('turnstate replay through the command', () => {
+  it('replay:cli:command — `turnstate replay <db> <session>` runs from the turnstate command and exits 0 on an identical replay', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'replay', db, 'trip'], { timeout: 60_000 });
+    expect(stdout).toContain('session trip: 2 turn(s)');
+    expect(stdout).toContain('identical');
+  });
+});
