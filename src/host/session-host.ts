@@ -345,6 +345,12 @@ export class SessionHost implements SessionHandle {
     }
   };
 
+  private pendingHasParts(): boolean {
+    const evs = this.pending?.events;
+    if (evs) for (let i = 0; i < evs.length; i++) if (evs[i]!.type === 'part.received') return true;
+    return false;
+  }
+
   /** Resolves once what is buffered now has been written (at once when nothing is). */
   private durable(): Promise<void> | void {
     if (!this.pending) return;
@@ -502,6 +508,19 @@ export class SessionHost implements SessionHandle {
     const msg: InboundMessage = typeof message === 'string' ? { text: message } : { ...message };
     if (typeof msg.text !== 'string' || msg.text.trim() === '') {
       throw new TurnstateError('message.invalid', 'a message needs non-empty `text`');
+    }
+    if (opts.clientTools?.length) {
+      // Refused before anything is accepted: the model cannot be given two tools of one name.
+      const own = this.deps.registries.actors.get(this.record.actor)?.tools ?? [];
+      const seen = new Set<string>();
+      for (const c of opts.clientTools) {
+        const name = c?.name;
+        if (typeof name !== 'string' || name === '') throw new TurnstateError('message.invalid_client_tool', 'every client tool needs a non-empty `name`');
+        if (seen.has(name) || own.includes(name) || name === RESPOND_TOOL_NAME || isCompatTool(name)) {
+          throw new TurnstateError('message.invalid_client_tool', `client tool "${name}" ${seen.has(name) ? 'is declared twice' : `has the name of a tool of actor "${this.record.actor}"`}; tool names must be unique`);
+        }
+        seen.add(name);
+      }
     }
     if (!msg.principal && opts.principal) msg.principal = opts.principal;
     this.deps.onActivity(this);
@@ -816,8 +835,10 @@ export class SessionHost implements SessionHandle {
     let content: ContentBlock[] = [];
     const respondBlocks = new Map<number, string>();
     const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
-    // What earlier calls published (ack, thinking) reaches subscribers before the next call starts.
-    this.barrier();
+    // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
+    // Other buffered records (a tool's result) ride the next write: the next side effect's
+    // barrier, the settlement, or the end of this event-loop turn.
+    if (this.pending && this.pendingHasParts()) this.flush();
     try {
       for await (const ev of this.deps.model.stream(req, abort.signal) as AsyncIterable<ModelEvent>) {
         switch (ev.type) {
@@ -1054,6 +1075,10 @@ export class SessionHost implements SessionHandle {
     // Responding with the state the turn is already in changes nothing in the machine.
     if (call.turnState !== from || def.meta.handsOff) {
       this.tell(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
+      if (!def.meta.handsOff && this.turnState() !== call.turnState) {
+        // Never publish a state the machine did not enter (a state registered after this session started).
+        throw new TurnstateError('turn.state_not_in_machine', `this session's machine has no "${call.turnState}" state (was it registered after the session was created?)`);
+      }
     }
     if (def.meta.handsOff) {
       // passed: publish the hand-off as it happened, then where the machine went.

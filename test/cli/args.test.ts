@@ -16,7 +16,7 @@ describe('turnstate arguments', () => {
   });
 
   it('cli:args:errors — unknown commands and options, missing values and bad ports are usage errors naming the problem', () => {
-    expect(() => parseArgs(['launch'], {})).toThrow(new UsageError('unknown command "launch" (commands: serve)'));
+    expect(() => parseArgs(['launch'], {})).toThrow(new UsageError('unknown command "launch" (commands: serve, replay)'));
     expect(() => parseArgs(['serve', '--prot', '1'], {})).toThrow(/unknown option "--prot"/);
     expect(() => parseArgs(['serve', '--port'], {})).toThrow(/"--port" needs a value/);
     expect(() => parseArgs(['serve', '--port', 'abc'], {})).toThrow(/--port must be an integer/);
