@@ -124,7 +124,6 @@ export interface RuntimeLimits {
   maxFreeTextNudges: number;
   maxHandoffsPerTurn: number;
   executionResultMaxChars: number;
-  modelRetries: number;
 }
 
 export interface CreateSessionOptions {

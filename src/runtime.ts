@@ -32,7 +32,6 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxFreeTextNudges: 2,
   maxHandoffsPerTurn: 4,
   executionResultMaxChars: 8192,
-  modelRetries: 3,
 };
 
 export interface TurnstateRuntime extends Runtime {

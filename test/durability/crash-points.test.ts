@@ -83,7 +83,7 @@ const DESK: Conversation = {
 const TRAVEL: Conversation = {
   name: 'travel: hand-offs, a routed tool, a failing bypass tool, an approval, a model failure',
   open(store, sideLog) {
-    const rt = createRuntime({ model: createScriptedModel(TRAVEL_SCRIPT), store, limits: { modelRetries: 0 } });
+    const rt = createRuntime({ model: createScriptedModel(TRAVEL_SCRIPT), store });
     travelSetup(rt.registries, { onRun: (tool, callId) => appendFileSync(sideLog, `${tool} ${callId}\n`) });
     return rt;
   },

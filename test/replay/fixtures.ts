@@ -91,7 +91,7 @@ export const TRAVEL_SCRIPT: ModelScript = {
 };
 
 export function travelRuntime(store: SessionStore, script: ModelScript = TRAVEL_SCRIPT): TurnstateRuntime {
-  const rt = createRuntime({ model: createScriptedModel(script), store, limits: { modelRetries: 0 } });
+  const rt = createRuntime({ model: createScriptedModel(script), store });
   travelSetup(rt.registries);
   return rt;
 }
