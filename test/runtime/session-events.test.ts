@@ -1,0 +1,246 @@
+/**
+ * The session event stream (DESIGN "Session events", docs/concepts/session-events.md): one
+ * ordered stream per session, gapless seq, write-ahead (durable before published), and
+ * replay-then-live subscription from any seq — with a synchronous and an asynchronous store.
+ */
+import { describe, expect, it } from 'vitest';
+import { config as rxConfig, firstValueFrom, take, toArray } from 'rxjs';
+import type { SessionStore } from '../../src/machines/ports.js';
+import { createMemoryStore } from '../../src/stores/memory.js';
+import { createSqliteStore } from '../../src/stores/sqlite.js';
+import type { SessionEvent } from '../../src/types.js';
+import { Recorder, addTool, answer, checkStream, harness, part, respond, sequence, toolUse } from './helpers.js';
+
+/** The memory store behind a macrotask per call: every read and write is really asynchronous. */
+function slowStore(): SessionStore & { committedSeqs: number[] } {
+  const inner = createMemoryStore();
+  const committedSeqs: number[] = [];
+  const later = <T>(f: () => T) => new Promise<T>((res, rej) => setTimeout(() => {
+    try {
+      res(f());
+    } catch (e) {
+      rej(e);
+    }
+  }, 0));
+  return {
+    kind: 'slow-memory',
+    committedSeqs,
+    createSession: (r) => later(() => inner.createSession(r)),
+    getSession: (id) => later(() => inner.getSession(id)),
+    listSessions: (f) => later(() => inner.listSessions(f)),
+    deleteSession: (id) => later(() => inner.deleteSession(id)),
+    commit: (id, step) =>
+      later(() => {
+        inner.commit(id, step);
+        for (const e of step.events ?? []) committedSeqs.push(e.seq);
+      }),
+    readEvents: (id, after, limit) => later(() => inner.readEvents(id, after, limit)),
+    lastSeq: (id) => later(() => inner.lastSeq(id)),
+    readMailbox: (id) => later(() => inner.readMailbox(id)),
+    readExecutions: (id) => later(() => inner.readExecutions(id)),
+    loadSnapshot: (id) => later(() => inner.loadSnapshot(id)),
+    getApproval: (id) => later(() => inner.getApproval(id)),
+    listApprovals: (f) => later(() => inner.listApprovals(f)),
+    resolveApproval: (id, r) => later(() => inner.resolveApproval(id, r)),
+    close: () => later(() => inner.close()),
+  };
+}
+
+const script = {
+  rules: [
+    { when: { on: 'user' as const }, respond: answer(respond([part('ack', 'Looking.')], 'awaiting'), toolUse('lookup', { q: 'x' })) },
+    { when: { on: 'tool_result' as const }, times: 1, respond: { chunkSize: 5, blocks: [respond([part('thinking', 'Almost there.')], 'awaiting'), toolUse('lookup', { q: 'y' })] } },
+    { when: { on: 'tool_result' as const }, respond: { chunkSize: 9, blocks: [respond([part('response', 'Here is the answer you asked for.')], 'complete')] } },
+  ],
+};
+
+for (const storeKind of ['memory', 'async', 'sqlite'] as const) {
+  describe(`session events (${storeKind} store)`, () => {
+    const make = () => {
+      const store = storeKind === 'async' ? slowStore() : undefined;
+      const h = harness(script, store ? { store } : storeKind === 'sqlite' ? { store: createSqliteStore({ path: ':memory:' }) } : {});
+      // Each turn replays the script from the top.
+      let n = 0;
+      addTool(h.rt.registries, 'lookup', (a) => ({ n: ++n, q: a.q }));
+      h.rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+      return { ...h, store };
+    };
+
+    it('events:seq:gapless — seq is 1..n in publication order across turns', async () => {
+      const { rt, model } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      const rec = new Recorder(s);
+      const r1 = await s.send('one');
+      await r1.settled;
+      model.setScript(script);
+      const r2 = await s.send('two');
+      await r2.settled;
+      checkStream(rec.events, rt.registries, { settledTurns: [r1.turnId, r2.turnId] });
+      expect(rec.events.at(-1)!.seq).toBe((await s.snapshot()).lastSeq);
+    });
+
+    it('events:write-ahead — every event is committed to the store before a subscriber sees it', async () => {
+      const { rt, store } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      const violations: number[] = [];
+      const storeSeen = store ?? rt.store;
+      s.events().subscribe((e) => {
+        // With the async store the committed seqs are recorded; with memory, the log is readable.
+        if (store) {
+          if (!store.committedSeqs.includes(e.seq)) violations.push(e.seq);
+        } else {
+          const last = storeSeen.lastSeq(s.id) as number;
+          if (last < e.seq) violations.push(e.seq);
+        }
+      });
+      await (await s.send('one')).settled;
+      expect(violations).toEqual([]);
+    });
+
+    it('events:replay-then-live — a subscriber joining mid-turn from seq 0 or k gets every event once, in order', async () => {
+      const { rt } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      const all = new Recorder(s);
+      const late: { from: number; events: SessionEvent[] }[] = [];
+      // Subscribe again after every event of the turn, from 0 and from the current seq.
+      const sub = s.events().subscribe((e) => {
+        if (late.length < 40) {
+          for (const from of [0, e.seq, Math.max(0, e.seq - 3)]) {
+            const box = { from, events: [] as SessionEvent[] };
+            late.push(box);
+            s.events(from).subscribe((x) => box.events.push(x));
+          }
+        }
+      });
+      const out = await (await s.send('go')).settled;
+      await new Promise((r) => setTimeout(r, 20));
+      sub.unsubscribe();
+      const n = all.events.length;
+      expect(all.events.map((e) => e.seq)).toEqual(Array.from({ length: n }, (_, i) => i + 1));
+      expect(late.length).toBeGreaterThan(10);
+      for (const box of late) {
+        expect(box.events.map((e) => e.seq), `subscribed from ${box.from}`).toEqual(Array.from({ length: n - box.from }, (_, i) => box.from + i + 1));
+        expect(box.events).toEqual(all.events.slice(box.from));
+      }
+      checkStream(all.events, rt.registries, { settledTurns: [out.turnId] });
+    });
+
+    it('events:replay:after-settle — a subscriber after the turn gets the whole history, then live events of the next turn', async () => {
+      const { rt, model } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      await (await s.send('one')).settled;
+      const before = (await s.snapshot()).lastSeq;
+      const got: SessionEvent[] = [];
+      s.events().subscribe((e) => got.push(e));
+      const replayed = await firstValueFrom(s.events(2).pipe(take(before - 2), toArray()));
+      expect(replayed.map((e) => e.seq)).toEqual(Array.from({ length: before - 2 }, (_, i) => i + 3));
+      model.setScript(script);
+      await (await s.send('two')).settled;
+      await new Promise((r) => setTimeout(r, 10));
+      expect(got.map((e) => e.seq)).toEqual(Array.from({ length: got.length }, (_, i) => i + 1));
+      expect(got.length).toBeGreaterThan(before);
+      expect(got.filter((e) => e.type === 'turn.settled')).toHaveLength(2);
+    });
+
+    it('events:ordering:per-call — each respond() call publishes its parts, then its turnState.changed; part.delta precede their part.received', async () => {
+      const { rt } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      const rec = new Recorder(s);
+      await (await s.send('go')).settled;
+      expect(rec.of('part.received').map((p) => p.part.metadata.partType)).toEqual(['ack', 'thinking', 'response']);
+      for (const p of rec.of('part.received')) {
+        const next = rec.events[p.seq]!; // the event after p (seq is 1-based)
+        expect(['part.received', 'turnState.changed']).toContain(next.type);
+        const deltas = rec.of('part.delta').filter((d) => d.callId === p.callId && d.index === p.index);
+        for (const d of deltas) expect(d.seq).toBeLessThan(p.seq);
+        if (deltas.length && p.part.text !== undefined) expect(deltas.map((d) => d.text).join('')).toBe(p.part.text);
+      }
+      // Every tool.result follows its tool.called.
+      for (const r of rec.of('tool.result')) {
+        const called = rec.of('tool.called').find((c) => c.callId === r.callId)!;
+        expect(called.seq).toBeLessThan(r.seq);
+      }
+      // turn.started is first, turn.settled last.
+      expect(rec.events[0]!.type).toBe('turn.started');
+      expect(rec.events.at(-1)!.type).toBe('turn.settled');
+    });
+
+    it('events:events-stable — the same events are readable from the store after the turn', async () => {
+      const { rt } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      const rec = new Recorder(s);
+      await (await s.send('go')).settled;
+      const stored = await rt.store.readEvents(s.id, 0);
+      expect(stored).toEqual(rec.events);
+    });
+  });
+}
+
+describe('part.delta with non-BMP text', () => {
+  it('events:delta:well-formed — streamed deltas of text with emoji are each well-formed UTF-16 and concatenate to the part text', async () => {
+    const text = 'Flights 🛫 to Corfu 🇬🇷: 2 options 👍🏽 — €94 / €187 𝄞';
+    for (const chunkSize of [1, 2, 3, 5, 7]) {
+      const { rt } = harness({ rules: [{ respond: { chunkSize, blocks: [respond([part('response', text)], 'complete')] } }] });
+      rt.registries.actors.register({ name: 'a' });
+      const s = await rt.createSession({ actor: 'a' });
+      const rec = new Recorder(s);
+      await (await s.send('go')).settled;
+      const deltas = rec.of('part.delta');
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.map((d) => d.text).join('')).toBe(text);
+      for (const d of deltas) expect((d.text as any).isWellFormed(), `chunkSize ${chunkSize}: delta ${JSON.stringify(d.text)}`).toBe(true);
+      // What a UTF-8 transport delivers: each delta encoded on its own.
+      const enc = new TextEncoder();
+      const dec = new TextDecoder();
+      expect(deltas.map((d) => dec.decode(enc.encode(d.text))).join('')).toBe(text);
+    }
+  });
+});
+
+describe('part.delta is provisional', () => {
+  it('events:delta:provisional — a streamed call that is then rejected publishes deltas but never a part.received; its text is not delivered', async () => {
+    const { rt } = harness(
+      sequence([
+        { chunkSize: 6, blocks: [respond([part('response', 'This answer is rejected later.')], 'no-such-state', { id: 'toolu_rej' })] },
+        answer(respond([part('response', 'Fixed answer.')], 'complete')),
+      ]),
+    );
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a' });
+    const rec = new Recorder(s);
+    const out = await (await s.send('go')).settled;
+    const rejected = rec.of('part.delta').filter((d) => d.callId === 'toolu_rej');
+    expect(rejected.map((d) => d.text).join('')).toBe('This answer is rejected later.');
+    expect(rec.of('part.received').filter((p) => p.callId === 'toolu_rej')).toEqual([]);
+    expect(out.parts.map((p) => p.text)).toEqual(['Fixed answer.']);
+    // The model.usage of the rejected call follows its deltas: the point where a consumer knows the call produced no part.
+    const usage = rec.of('model.usage')[0]!;
+    for (const d of rejected) expect(d.seq).toBeLessThan(usage.seq);
+  });
+});
+
+describe('subscriber isolation', () => {
+  it('events:subscriber-throws — a subscriber that throws affects neither the turn nor other subscribers', async () => {
+    const captured: unknown[] = [];
+    const prev = rxConfig.onUnhandledError;
+    rxConfig.onUnhandledError = (e) => void captured.push(e);
+    try {
+      const { rt } = harness(script);
+      addTool(rt.registries, 'lookup');
+      rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+      const s = await rt.createSession({ actor: 'a' });
+      s.events().subscribe(() => {
+        throw new Error('bad subscriber');
+      });
+      const rec = new Recorder(s);
+      const out = await (await s.send('go')).settled;
+      expect(out.finalizedBy).toBe('complete');
+      checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
+      await new Promise((r) => setTimeout(r, 5));
+      expect(captured.length).toBeGreaterThan(0);
+    } finally {
+      rxConfig.onUnhandledError = prev;
+    }
+  });
+});
+
