@@ -167,7 +167,9 @@ export class SessionHost implements SessionHandle {
   readonly id: string;
   readonly record: SessionRecord;
   private readonly deps: HostDeps;
-  private readonly actor: Actor<SessionMachine>;
+  private actor: Actor<SessionMachine>;
+  private machine: SessionMachine;
+  private readonly machineInput: { entryActor: string; maxHandoffs: number; loop: { maxModelCalls: number; maxRespondRetries: number; maxNudges: number } };
   private readonly subject = new Subject<SessionEvent>();
   private seq: number;
   private turn: ActiveTurn | null = null;
@@ -194,6 +196,7 @@ export class SessionHost implements SessionHandle {
     this.record = record;
     this.seq = lastSeq;
     const machine = deps.machine();
+    this.machine = machine;
     const input = {
       entryActor: record.actor,
       maxHandoffs: deps.limits.maxHandoffsPerTurn,
@@ -212,6 +215,7 @@ export class SessionHost implements SessionHandle {
       ...(deps.inspect ? { inspect: deps.inspect as any } : {}),
     });
     this.actor.start();
+    this.machineInput = input;
     // A brand-new session has an empty mailbox: no need to read it back from the store.
     if (lastSeq === 0 && !persisted) this.mailboxCache = [];
     this.published = this.turnState();
@@ -226,6 +230,32 @@ export class SessionHost implements SessionHandle {
     if (typeof v === 'string') return v;
     const t = v.turn;
     return typeof t === 'string' ? t : Object.keys(t)[0]!;
+  }
+
+  /** An actor's bounds for its turn: its own, else the runtime's. */
+  private boundsOf(actor: ActorDefinition) {
+    return {
+      maxModelCalls: actor.maxModelCalls ?? this.deps.limits.maxModelCallsPerTurn,
+      maxRespondRetries: actor.maxRespondRetries ?? this.deps.limits.maxRespondRetries,
+    };
+  }
+
+  /**
+   * Between turns, a session whose TurnStateRegistry changed (a state registered later) moves
+   * to the regenerated machine: its idle snapshot is restored into the new one.
+   */
+  private adoptCurrentMachine(): void {
+    const next = this.deps.machine();
+    if (next === this.machine || this.turnState() !== 'idle') return;
+    const snapshot = this.actor.getPersistedSnapshot();
+    this.actor.stop();
+    this.machine = next;
+    this.actor = createActor(next, {
+      input: this.machineInput,
+      snapshot: snapshot as any,
+      ...(this.deps.inspect ? { inspect: this.deps.inspect as any } : {}),
+    });
+    this.actor.start();
   }
 
   /** Send an event to the session's machine; a stopped host (shutdown, passivation) sends nothing. */
@@ -581,7 +611,9 @@ export class SessionHost implements SessionHandle {
       resolve: d.resolve,
       promise: d.promise,
     };
-    this.tell({ type: 'START', turnId });
+    this.adoptCurrentMachine();
+    const entry = this.deps.registries.actors.get(this.record.actor);
+    this.tell(entry ? { type: 'START', turnId, limits: this.boundsOf(entry) } : { type: 'START', turnId });
     this.published = this.turnState();
     const at = this.deps.clock.iso();
     const r = this.commit(
@@ -1074,7 +1106,12 @@ export class SessionHost implements SessionHandle {
     const def = this.deps.registries.turnStates.get(call.turnState)!;
     // Responding with the state the turn is already in changes nothing in the machine.
     if (call.turnState !== from || def.meta.handsOff) {
-      this.tell(call.passTo ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo } : { type: 'RESPOND', to: call.turnState });
+      const receiver = call.passTo ? this.deps.registries.actors.get(call.passTo) : undefined;
+      this.tell(
+        call.passTo
+          ? { type: 'RESPOND', to: call.turnState, passTo: call.passTo, ...(receiver ? { limits: this.boundsOf(receiver) } : {}) }
+          : { type: 'RESPOND', to: call.turnState },
+      );
       if (!def.meta.handsOff && this.turnState() !== call.turnState) {
         // Never publish a state the machine did not enter (a state registered after this session started).
         throw new TurnstateError('turn.state_not_in_machine', `this session's machine has no "${call.turnState}" state (was it registered after the session was created?)`);

@@ -29,21 +29,30 @@ export interface SessionContext extends ActorLoopContext {
   entryActor: string;
   handoffs: number;
   maxHandoffs: number;
-  /** Where a hand-off goes (set by RESPOND with passTo). */
+  /** Where a hand-off goes (set by RESPOND with passTo), and the receiver's bounds. */
   passTo: string | null;
+  passLimits?: ActorBounds | null;
   /** The turn state the last turn settled in. */
   lastSettled: string | null;
   error: { code: string; message: string } | null;
 }
 
 export type SessionMachineEvent =
-  | { type: 'START'; turnId: string }
-  | { type: 'RESPOND'; to: string; passTo?: string }
+  /** `limits`: the entry actor's own bounds for this turn (the runtime's defaults where it sets none). */
+  | { type: 'START'; turnId: string; limits?: ActorBounds }
+  /** `limits` with `passTo`: the receiving actor's bounds, applied when the hand-off happens. */
+  | { type: 'RESPOND'; to: string; passTo?: string; limits?: ActorBounds }
   | { type: 'HOLD'; to: string }
   | { type: 'RESUME'; resumeOn: string }
   | { type: 'FAIL'; code: string; message: string }
   | { type: 'SETTLE' }
   | ActorLoopEvent;
+
+/** Per-actor bounds of the tool-use loop. */
+export interface ActorBounds {
+  maxModelCalls: number;
+  maxRespondRetries: number;
+}
 
 export interface SessionMachineInput {
   entryActor: string;
@@ -137,9 +146,18 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         modelCalls: 0,
         rejections: 0,
         nudges: 0,
+        ...(event.type === 'START' && event.limits ? event.limits : {}),
       })),
-      rememberPassTo: assign(({ event }) => ({ passTo: event.type === 'RESPOND' ? (event.passTo ?? null) : null })),
-      handOff: assign(({ context }) => ({ actor: context.passTo, handoffs: context.handoffs + 1, passTo: null })),
+      rememberPassTo: assign(({ event }) =>
+        event.type === 'RESPOND' ? { passTo: event.passTo ?? null, passLimits: event.limits ?? null } : { passTo: null, passLimits: null },
+      ),
+      handOff: assign(({ context }) => ({
+        actor: context.passTo,
+        handoffs: context.handoffs + 1,
+        passTo: null,
+        passLimits: null,
+        ...(context.passLimits ?? {}),
+      })),
       setError: assign((_, params: { code: string; message: string }) => ({ error: { code: params.code, message: params.message } })),
       failWith: assign(({ event }) => (event.type === 'FAIL' ? { error: { code: event.code, message: event.message } } : {})),
       recordSettled: assign((_, params: { state: string }) => ({ lastSettled: params.state, turnId: null })),

@@ -104,7 +104,7 @@ describe('bounds of the turn loop', () => {
   // from the runtime)") are accepted at registration but never used: the session machine's loop
   // limits come from RuntimeLimits only. Fix: take the acting actor's bounds when a turn starts and
   // on each hand-off (machine context), falling back to the runtime limits.
-  it.fails('turn:actor-bounds — an actor\'s own maxModelCalls bounds its turn below the runtime default', async () => {
+  it('turn:actor-bounds — an actor\'s own maxModelCalls bounds its turn below the runtime default', async () => {
     const { rt, model } = harness({ rules: [{ respond: answer(respond([part('thinking', 'still thinking')], 'awaiting')) }] }, { limits: { maxModelCallsPerTurn: 10 } });
     rt.registries.actors.register({ name: 'a', maxModelCalls: 2 });
     const s = await rt.createSession({ actor: 'a' });

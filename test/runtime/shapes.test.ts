@@ -481,7 +481,7 @@ describe('turn states registered after a session exists', () => {
   // it: the turn keeps going in `awaiting` (here it ends `error` on the next model call) instead
   // of settling in the new state. Fix: swap the host's actor to the regenerated machine (from its
   // persisted snapshot) when a turn starts and the runtime's machine has changed.
-  it.fails('turn-states:consumer:late-registration — a state registered after the session was created works in its next turn', async () => {
+  it('turn-states:consumer:late-registration — a state registered after the session was created works in its next turn', async () => {
     const { rt } = harness(sequence([answer(respond([part('response', 'one')], 'complete')), answer(respond([part('response', 'A human takes over.')], 'escalated'))]));
     rt.registries.actors.register({ name: 'a' });
     const s = await rt.createSession({ actor: 'a' });
