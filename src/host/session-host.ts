@@ -21,7 +21,7 @@ import type {
 } from '../api.js';
 import { ModelError, TurnstateError } from '../errors.js';
 import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
-import type { SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
+import type { SessionContext, SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
 import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracker, type RespondParser, type RespondResult } from '../respond/index.js';
@@ -141,6 +141,10 @@ function addUsage(a: Usage, b: Usage): Usage {
   return out;
 }
 
+function isIdleSnapshot(snapshot: unknown): boolean {
+  return (snapshot as { value?: unknown } | null)?.value === 'idle';
+}
+
 function isPromise(x: unknown): x is Promise<unknown> {
   return x !== null && typeof x === 'object' && typeof (x as { then?: unknown }).then === 'function';
 }
@@ -167,16 +171,27 @@ export class SessionHost implements SessionHandle {
   readonly id: string;
   readonly record: SessionRecord;
   private readonly deps: HostDeps;
-  private actor: Actor<SessionMachine>;
+  /** The live XState actor while a turn runs; between turns the session sleeps as `dormant`. */
+  private live: Actor<SessionMachine> | null = null;
+  /** The persisted snapshot of a sleeping session (no live actor: an idle session costs little). */
+  private dormant: unknown = null;
   private machine: SessionMachine;
-  private readonly machineInput: { entryActor: string; maxHandoffs: number; loop: { maxModelCalls: number; maxRespondRetries: number; maxNudges: number } };
+  /** The machine's input (only needed to create an actor; computed then). */
+  private get machineInput() {
+    const l = this.deps.limits;
+    return {
+      entryActor: this.record.actor,
+      maxHandoffs: l.maxHandoffsPerTurn,
+      loop: { maxModelCalls: l.maxModelCallsPerTurn, maxRespondRetries: l.maxRespondRetries, maxNudges: l.maxFreeTextNudges },
+    };
+  }
   private readonly subject = new Subject<SessionEvent>();
   private seq: number;
   private turn: ActiveTurn | null = null;
   private readonly queue: QueuedMessage[] = [];
   private mailboxCache: MailboxEntry[] | null = null;
   /** Incremental model history per actor (dropped with the mailbox cache). */
-  private histories = new Map<string, HistoryView>();
+  private histories: Map<string, HistoryView> | null = null;
   /** The turn state last published (turnState.changed `from`). */
   private published: string;
   private idleWaiters: (() => void)[] = [];
@@ -197,25 +212,11 @@ export class SessionHost implements SessionHandle {
     this.seq = lastSeq;
     const machine = deps.machine();
     this.machine = machine;
-    const input = {
-      entryActor: record.actor,
-      maxHandoffs: deps.limits.maxHandoffsPerTurn,
-      loop: {
-        maxModelCalls: deps.limits.maxModelCallsPerTurn,
-        maxRespondRetries: deps.limits.maxRespondRetries,
-        maxNudges: deps.limits.maxFreeTextNudges,
-      },
-    };
     // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
     // than computing the initial state); only the entry actor differs.
     const snapshot = persisted ? persisted.machine : deps.initialSnapshot?.(record.actor);
-    this.actor = createActor(machine, {
-      input,
-      ...(snapshot ? { snapshot: snapshot as any } : {}),
-      ...(deps.inspect ? { inspect: deps.inspect as any } : {}),
-    });
-    this.actor.start();
-    this.machineInput = input;
+    if (snapshot && !deps.inspect && isIdleSnapshot(snapshot)) this.dormant = snapshot;
+    else this.wake(snapshot);
     // A brand-new session has an empty mailbox: no need to read it back from the store.
     if (lastSeq === 0 && !persisted) this.mailboxCache = [];
     this.published = this.turnState();
@@ -224,9 +225,42 @@ export class SessionHost implements SessionHandle {
 
   /* ------------------------------------------------------------ state helpers */
 
+  /** The live actor, woken from the dormant snapshot when the session sleeps. */
+  private get actor(): Actor<SessionMachine> {
+    return this.live ?? this.wake(this.dormant);
+  }
+
+  private wake(snapshot: unknown): Actor<SessionMachine> {
+    const a = createActor(this.machine, {
+      input: this.machineInput,
+      ...(snapshot ? { snapshot: snapshot as any } : {}),
+      ...(this.deps.inspect ? { inspect: this.deps.inspect as any } : {}),
+    });
+    a.start();
+    this.live = a;
+    this.dormant = null;
+    return a;
+  }
+
+  /**
+   * Between turns the session sleeps: the live actor is stopped and only its persisted snapshot
+   * (a few hundred bytes) and the store remain; caches are dropped. With `inspect` set the actor
+   * stays live, so an inspector sees one actor per session.
+   */
+  private sleep(): void {
+    if (!this.live || this.deps.inspect || this.busy || this.closed) return;
+    this.dormant = this.live.getPersistedSnapshot();
+    this.live.stop();
+    this.live = null;
+    this.abortCtl = null;
+    this.histories = null;
+    this.mailboxCache = null;
+  }
+
   /** 'idle', or the current turn-state node. */
   turnState(): string {
-    const v = this.actor.getSnapshot().value as string | { turn: string | Record<string, unknown> };
+    if (!this.live) return ((this.dormant as { value?: unknown } | null)?.value as string) ?? 'idle';
+    const v = this.live.getSnapshot().value as string | { turn: string | Record<string, unknown> };
     if (typeof v === 'string') return v;
     const t = v.turn;
     return typeof t === 'string' ? t : Object.keys(t)[0]!;
@@ -247,15 +281,11 @@ export class SessionHost implements SessionHandle {
   private adoptCurrentMachine(): void {
     const next = this.deps.machine();
     if (next === this.machine || this.turnState() !== 'idle') return;
-    const snapshot = this.actor.getPersistedSnapshot();
-    this.actor.stop();
+    const snapshot = this.live ? this.live.getPersistedSnapshot() : this.dormant;
+    this.live?.stop();
+    this.live = null;
     this.machine = next;
-    this.actor = createActor(next, {
-      input: this.machineInput,
-      snapshot: snapshot as any,
-      ...(this.deps.inspect ? { inspect: this.deps.inspect as any } : {}),
-    });
-    this.actor.start();
+    this.wake(snapshot);
   }
 
   /** Send an event to the session's machine; a stopped host (shutdown, passivation) sends nothing. */
@@ -263,9 +293,12 @@ export class SessionHost implements SessionHandle {
     if (!this.closed) this.actor.send(event);
   }
 
-  private ctx() {
-    return this.actor.getSnapshot().context;
+  /** The session machine's context, live or dormant. */
+  private ctx(): SessionContext {
+    return this.live ? this.live.getSnapshot().context : (this.dormant as { context: SessionContext }).context;
   }
+
+
 
   get busy(): boolean {
     return this.turn !== null || this.queue.length > 0;
@@ -292,7 +325,7 @@ export class SessionHost implements SessionHandle {
       host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
       if (t.joined.length) host.turn.joined = t.joined.slice();
     }
-    return { machine: this.actor.getPersistedSnapshot(), host: host as unknown as Record<string, unknown> };
+    return { machine: this.live ? this.live.getPersistedSnapshot() : this.dormant, host: host as unknown as Record<string, unknown> };
   }
 
   /**
@@ -414,7 +447,7 @@ export class SessionHost implements SessionHandle {
       // Nothing of the buffer was written or published: take its seqs back and fail the turn.
       this.seq = b.firstSeq;
       this.mailboxCache = null;
-      this.histories.clear();
+      this.histories = null;
       this.flushError = err instanceof Error ? err : new Error(String(err));
       for (const w of waiters) w.reject(this.flushError);
       throw this.flushError;
@@ -439,6 +472,7 @@ export class SessionHost implements SessionHandle {
   }
 
   private historyFor(actor: string): HistoryView {
+    this.histories ??= new Map();
     let h = this.histories.get(actor);
     if (!h) {
       h = createHistory(actor);
@@ -450,7 +484,7 @@ export class SessionHost implements SessionHandle {
   /** Drop in-memory caches (the store keeps everything). */
   trim(): void {
     this.mailboxCache = null;
-    this.histories.clear();
+    this.histories = null;
   }
 
   /* ------------------------------------------------------------ SessionHandle */
@@ -1420,6 +1454,7 @@ export class SessionHost implements SessionHandle {
     this.idleWaiters = [];
     for (const f of w) f();
     this.deps.onActivity(this);
+    this.sleep();
   }
 
   /* ------------------------------------------------------------ recovery */
@@ -1568,7 +1603,7 @@ export class SessionHost implements SessionHandle {
     }
     this.closed = true;
     this.turn?.abort?.abort();
-    this.actor.stop();
+    this.live?.stop();
     this.subject.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).
     const error = { code: 'session.stopped', message: `session ${this.id} was stopped (runtime closed or session deleted) before the turn settled` };

@@ -154,7 +154,8 @@ interface SessionData {
   mailbox: MailboxEntry[];
   executions: ExecutionRecord[];
   snapshot: PersistedSession | undefined;
-  approvalIds: Set<string>;
+  /** Created with the session's first approval (most sessions have none). */
+  approvalIds: Set<string> | undefined;
 }
 
 /** Creates an empty in-memory store (kind 'memory'); nothing survives the process. */
@@ -181,7 +182,7 @@ export function createMemoryStore(): SyncSessionStore {
         mailbox: [],
         executions: [],
         snapshot: undefined,
-        approvalIds: new Set(),
+        approvalIds: undefined,
       });
     },
 
@@ -204,7 +205,7 @@ export function createMemoryStore(): SyncSessionStore {
       open();
       const s = sessions.get(id);
       if (s === undefined) return;
-      for (const approvalId of s.approvalIds) approvals.delete(approvalId);
+      if (s.approvalIds) for (const approvalId of s.approvalIds) approvals.delete(approvalId);
       sessions.delete(id);
     },
 
@@ -234,7 +235,7 @@ export function createMemoryStore(): SyncSessionStore {
           // A resolution is final: a commit inserts or updates a pending record only.
           if (existing === undefined || existing.status === 'pending') {
             approvals.set(a.approvalId, a);
-            s.approvalIds.add(a.approvalId);
+            (s.approvalIds ??= new Set()).add(a.approvalId);
           }
         }
       }
@@ -286,7 +287,7 @@ export function createMemoryStore(): SyncSessionStore {
       const out: ApprovalRecord[] = [];
       if (sessionId !== undefined) {
         const s = sessions.get(sessionId);
-        if (s === undefined) return out;
+        if (s === undefined || s.approvalIds === undefined) return out;
         for (const id of s.approvalIds) {
           const a = approvals.get(id);
           if (a !== undefined && (status === undefined || a.status === status)) out.push(a);
