@@ -45,6 +45,20 @@ import type {
   Usage,
 } from '../types.js';
 import type { Clock } from './clock.js';
+import { GroupCommit } from './group-commit.js';
+import {
+  addUsage,
+  deferred,
+  isIdleSnapshot,
+  isPromise,
+  NEVER_ABORTED,
+  RESPOND_OK,
+  userFacingModelError,
+  ZERO,
+  type ActiveTurn,
+  type HostState,
+  type QueuedMessage,
+} from './turn.js';
 import type { ActorTools, ToolCatalog } from './tool-catalog.js';
 
 export interface HostDeps {
@@ -68,103 +82,6 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: SessionHost) => void;
-}
-
-/** A call the turn waits for: an approval or a client-side tool. */
-interface PendingCall {
-  callId: string;
-  tool: string;
-  args: unknown;
-  kind: 'approval' | 'client';
-  approvalId?: string;
-}
-
-interface QueuedMessage {
-  turnId: string;
-  message: InboundMessage;
-  opts: SendOptions;
-  resolve: (o: TurnOutcome) => void;
-  reject: (e: unknown) => void;
-  promise: Promise<TurnOutcome>;
-}
-
-interface ActiveTurn {
-  turnId: string;
-  input: InboundMessage;
-  opts: SendOptions;
-  parts: Part[];
-  usage: Usage;
-  pending: Map<string, PendingCall>;
-  /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
-  joined: InboundMessage[];
-  abort: AbortController | null;
-  interrupted: boolean;
-  /** The last model response read ends the turn: a message arriving now could not be answered in it. */
-  ending?: boolean;
-  running: boolean;
-  stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
-  error?: { code: string; message: string };
-  /** Spec 003 compatibility mode: the turn's respond_to_user / mark_work_complete record. */
-  compat?: CompatTracker;
-  resolve: (o: TurnOutcome) => void;
-  promise: Promise<TurnOutcome>;
-}
-
-/** What the host persists besides the machine snapshot. */
-interface HostState {
-  turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
-  queue: { turnId: string; message: InboundMessage; opts: SendOptions }[];
-}
-
-const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
-const RESPOND_OK = 'Recorded.';
-/** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
-const NEVER_ABORTED = new AbortController().signal;
-
-function deferred<T>() {
-  let resolve!: (v: T) => void;
-  let reject!: (e: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => undefined);
-  return { promise, resolve, reject };
-}
-
-function addUsage(a: Usage, b: Usage): Usage {
-  const out: Usage = { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
-  const cr = (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0);
-  const cw = (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0);
-  if (cr) out.cacheReadTokens = cr;
-  if (cw) out.cacheWriteTokens = cw;
-  return out;
-}
-
-function isIdleSnapshot(snapshot: unknown): boolean {
-  return (snapshot as { value?: unknown } | null)?.value === 'idle';
-}
-
-function isPromise(x: unknown): x is Promise<unknown> {
-  return x !== null && typeof x === 'object' && typeof (x as { then?: unknown }).then === 'function';
-}
-
-function userFacingModelError(err: ModelError): string {
-  switch (err.code) {
-    case 'model.rate_limited':
-    case 'model.overloaded':
-      return 'The assistant is busy right now and could not answer. Please try again in a moment.';
-    case 'model.connection':
-    case 'model.timeout':
-    case 'model.server_error':
-    case 'model.stream_error':
-      return 'The assistant could not be reached. Please try again.';
-    case 'model.authentication':
-    case 'model.permission':
-      return 'The assistant is not configured correctly (the model service refused its credentials).';
-    default:
-      return 'Something went wrong while the assistant was answering. Please try again.';
-  }
 }
 
 export class SessionHost implements SessionHandle {
@@ -196,10 +113,8 @@ export class SessionHost implements SessionHandle {
   private published: string;
   private idleWaiters: (() => void)[] = [];
   private commitChain: Promise<void> | null = null;
-  /** Group commit: what this event-loop turn has committed but not yet written. */
-  private pending: { events: SessionEvent[]; mailbox: MailboxEntry[]; executions: ExecutionRecord[]; approvals: ApprovalRecord[]; snapshot?: PersistedSession; firstSeq: number } | null = null;
-  private flushError: Error | null = null;
-  private flushWaiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
+  /** Group commit, for stores that ask for it (see group-commit.ts). */
+  private readonly groupCommit: GroupCommit | null;
   lastActive: number;
   closed = false;
   /** Reused across model calls until one is aborted (AbortController is costly to create). */
@@ -210,6 +125,14 @@ export class SessionHost implements SessionHandle {
     this.id = record.id;
     this.record = record;
     this.seq = lastSeq;
+    this.groupCommit = deps.store.groupCommit
+      ? new GroupCommit(deps.store, record.id, (events) => this.fanout(events), (firstSeq) => {
+          // Nothing of the buffer was written or published: take its seqs back; caches are rebuilt.
+          this.seq = firstSeq;
+          this.mailboxCache = null;
+          this.histories = null;
+        })
+      : null;
     const machine = deps.machine();
     this.machine = machine;
     // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
@@ -335,7 +258,7 @@ export class SessionHost implements SessionHandle {
   private commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
     const events = step.events;
     if (withSnapshot) step.snapshot = this.persisted();
-    if (this.deps.store.groupCommit) return this.group(step);
+    if (this.groupCommit) return this.group(step);
     const run = () => {
       // Seqs are assigned when the step is written, and taken back if the write fails.
       const before = this.seq;
@@ -375,85 +298,24 @@ export class SessionHost implements SessionHandle {
     }
   }
 
-  /**
-   * Group commit (stores that ask for it, e.g. SQLite): the steps of one event-loop turn are
-   * merged and written as one transaction when the turn ends, or at once at a barrier (`flush`),
-   * which the host calls before every side effect (a tool handler), before a turn stops or
-   * settles, and before an approval answer returns. Events are still published only after the
-   * write that holds them has landed.
-   */
+  /** Group commit: assign seqs and keep the caches now; the write and the publication come later. */
   private group(step: StepCommit): void {
-    if (this.flushError) throw this.flushError;
+    this.groupCommit!.throwIfFailed();
     const events = step.events;
+    const firstSeq = this.seq;
     if (events) for (const e of events) e.seq = ++this.seq;
+    this.groupCommit!.add(step, firstSeq);
     if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
-    const b = this.pending;
-    if (!b) {
-      this.pending = { events: events ? events.slice() : [], mailbox: step.mailbox?.slice() ?? [], executions: step.executions?.slice() ?? [], approvals: step.approvals?.slice() ?? [], ...(step.snapshot ? { snapshot: step.snapshot } : {}), firstSeq: this.seq - (events?.length ?? 0) };
-      setImmediate(this.flushSoon);
-      return;
-    }
-    if (events) for (const e of events) b.events.push(e);
-    if (step.mailbox) for (const m of step.mailbox) b.mailbox.push(m);
-    if (step.executions) for (const x of step.executions) b.executions.push(x);
-    if (step.approvals) for (const a of step.approvals) b.approvals.push(a);
-    if (step.snapshot) b.snapshot = step.snapshot;
   }
 
-  private readonly flushSoon = (): void => {
-    try {
-      this.flush();
-    } catch {
-      // Recorded in flushError: the turn fails at its next step.
-    }
-  };
-
-  private pendingHasParts(): boolean {
-    const evs = this.pending?.events;
-    if (evs) for (let i = 0; i < evs.length; i++) if (evs[i]!.type === 'part.received') return true;
-    return false;
-  }
-
-  /** Resolves once what is buffered now has been written (at once when nothing is). */
+  /** Resolves once what is buffered now has been written (at once when nothing is, or without group commit). */
   private durable(): Promise<void> | void {
-    if (!this.pending) return;
-    return new Promise<void>((resolve, reject) => this.flushWaiters.push({ resolve, reject }));
+    return this.groupCommit?.durable();
   }
 
   /** Group commit's barrier: write what is buffered now (no-op for other stores). */
   private barrier(): void {
-    if (this.deps.store.groupCommit) this.flush();
-  }
-
-  /** Write what group commit has buffered, then publish it. Synchronous (group-commit stores are). */
-  flush(): void {
-    const b = this.pending;
-    if (!b) {
-      if (this.flushError) throw this.flushError;
-      return;
-    }
-    this.pending = null;
-    const waiters = this.flushWaiters;
-    if (waiters.length) this.flushWaiters = [];
-    const step: StepCommit = {};
-    if (b.events.length) step.events = b.events;
-    if (b.mailbox.length) step.mailbox = b.mailbox;
-    if (b.executions.length) step.executions = b.executions;
-    if (b.approvals.length) step.approvals = b.approvals;
-    if (b.snapshot) step.snapshot = b.snapshot;
-    try {
-      this.deps.store.commit(this.id, step);
-    } catch (err) {
-      // Nothing of the buffer was written or published: take its seqs back and fail the turn.
-      this.seq = b.firstSeq;
-      this.mailboxCache = null;
-      this.histories = null;
-      this.flushError = err instanceof Error ? err : new Error(String(err));
-      for (const w of waiters) w.reject(this.flushError);
-      throw this.flushError;
-    }
-    this.fanout(b.events);
-    for (const w of waiters) w.resolve();
+    this.groupCommit?.flush();
   }
 
   private fanout(events: SessionEvent[] | undefined): void {
@@ -904,7 +766,7 @@ export class SessionHost implements SessionHandle {
     // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
     // Other buffered records (a tool's result) ride the next write: the next side effect's
     // barrier, the settlement, or the end of this event-loop turn.
-    if (this.pending && this.pendingHasParts()) this.flush();
+    if (this.groupCommit?.holdsParts()) this.groupCommit.flush();
     try {
       for await (const ev of this.deps.model.stream(req, abort.signal) as AsyncIterable<ModelEvent>) {
         switch (ev.type) {

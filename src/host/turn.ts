@@ -1,0 +1,105 @@
+/**
+ * The state of one turn while the host runs it, what the host persists to resume it, and the
+ * small helpers the turn loop shares. No I/O.
+ */
+import type { SendOptions, TurnOutcome } from '../api.js';
+import type { ModelError } from '../errors.js';
+import type { CompatTracker } from '../respond/index.js';
+import type { InboundMessage, Part, Usage } from '../types.js';
+
+/** A call the turn waits for: an approval or a client-side tool. */
+export interface PendingCall {
+  callId: string;
+  tool: string;
+  args: unknown;
+  kind: 'approval' | 'client';
+  approvalId?: string;
+}
+
+export interface QueuedMessage {
+  turnId: string;
+  message: InboundMessage;
+  opts: SendOptions;
+  resolve: (o: TurnOutcome) => void;
+  reject: (e: unknown) => void;
+  promise: Promise<TurnOutcome>;
+}
+
+export interface ActiveTurn {
+  turnId: string;
+  input: InboundMessage;
+  opts: SendOptions;
+  parts: Part[];
+  usage: Usage;
+  pending: Map<string, PendingCall>;
+  /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
+  joined: InboundMessage[];
+  abort: AbortController | null;
+  interrupted: boolean;
+  /** The last model response read ends the turn: a message arriving now could not be answered in it. */
+  ending?: boolean;
+  running: boolean;
+  stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
+  error?: { code: string; message: string };
+  /** Spec 003 compatibility mode: the turn's respond_to_user / mark_work_complete record. */
+  compat?: CompatTracker;
+  resolve: (o: TurnOutcome) => void;
+  promise: Promise<TurnOutcome>;
+}
+
+/** What the host persists besides the machine snapshot. */
+export interface HostState {
+  turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
+  queue: { turnId: string; message: InboundMessage; opts: SendOptions }[];
+}
+
+export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
+export const RESPOND_OK = 'Recorded.';
+/** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
+export const NEVER_ABORTED = new AbortController().signal;
+
+export function deferred<T>() {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => undefined);
+  return { promise, resolve, reject };
+}
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  const out: Usage = { inputTokens: a.inputTokens + b.inputTokens, outputTokens: a.outputTokens + b.outputTokens };
+  const cr = (a.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0);
+  const cw = (a.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0);
+  if (cr) out.cacheReadTokens = cr;
+  if (cw) out.cacheWriteTokens = cw;
+  return out;
+}
+
+export function isIdleSnapshot(snapshot: unknown): boolean {
+  return (snapshot as { value?: unknown } | null)?.value === 'idle';
+}
+
+export function isPromise(x: unknown): x is Promise<unknown> {
+  return x !== null && typeof x === 'object' && typeof (x as { then?: unknown }).then === 'function';
+}
+
+export function userFacingModelError(err: ModelError): string {
+  switch (err.code) {
+    case 'model.rate_limited':
+    case 'model.overloaded':
+      return 'The assistant is busy right now and could not answer. Please try again in a moment.';
+    case 'model.connection':
+    case 'model.timeout':
+    case 'model.server_error':
+    case 'model.stream_error':
+      return 'The assistant could not be reached. Please try again.';
+    case 'model.authentication':
+    case 'model.permission':
+      return 'The assistant is not configured correctly (the model service refused its credentials).';
+    default:
+      return 'Something went wrong while the assistant was answering. Please try again.';
+  }
+}
