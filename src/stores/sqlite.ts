@@ -60,6 +60,14 @@ export interface SqliteSessionStore extends SyncSessionStore {
   info(): SqliteStoreInfo;
 }
 
+interface Head {
+  seq: number;
+  ord: number;
+  n: number;
+}
+
+const HEAD_CACHE_MAX = 10_000;
+
 /** Schema version written to `PRAGMA user_version`. */
 export const SQLITE_SCHEMA_VERSION = 2;
 
@@ -115,7 +123,7 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
     `);
   },
   // v2: one row per commit in `log`, holding the commit's events, mailbox entries and executions
-  // as JSON arrays. A commit is one transaction, and its cost is dominated by rows and the pages
+  // as JSON arrays, and the session's snapshot when the commit carries one. A commit is one transaction, and its cost is dominated by rows and the pages
   // they dirty (about 8 us per row over two B-trees), not bytes: one row keeps a commit to one
   // table leaf plus one index leaf. Rows are large, so `log` is a rowid table (appended in
   // order) with a small unique index on (session_id, n), n numbering a session's commits.
@@ -129,6 +137,7 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
         events     TEXT,
         mailbox    TEXT,
         executions TEXT,
+        snapshot   TEXT,
         UNIQUE (session_id, n)
       );
     `);
@@ -137,17 +146,19 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
     const ev = db.prepare('SELECT body FROM events WHERE session_id = ? ORDER BY seq').pluck();
     const mb = db.prepare('SELECT body FROM mailbox WHERE session_id = ? ORDER BY ord').pluck();
     const ex = db.prepare('SELECT body FROM executions WHERE session_id = ? ORDER BY rowid').pluck();
-    const ins = db.prepare('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions) VALUES (?, 1, ?, ?, ?, ?, ?)');
+    const ins = db.prepare('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (?, 1, ?, ?, ?, ?, ?, ?)');
+    const sn = db.prepare('SELECT body FROM snapshots WHERE session_id = ?').pluck();
     const arr = (rows: unknown[]) => (rows.length ? `[${rows.join(',')}]` : null);
     for (const id of sessions) {
       const e = ev.all(id);
       const m = mb.all(id);
       const x = ex.all(id);
-      if (!e.length && !m.length && !x.length) continue;
+      const snap = (sn.get(id) as string | undefined) ?? null;
+      if (!e.length && !m.length && !x.length && snap === null) continue;
       const last = e.length ? (JSON.parse(e[e.length - 1] as string) as { seq: number }).seq : 0;
-      ins.run(id, last, m.length, arr(e), arr(m), arr(x));
+      ins.run(id, last, m.length, arr(e), arr(m), arr(x), snap);
     }
-    db.exec('DROP TABLE events; DROP TABLE mailbox; DROP TABLE executions;');
+    db.exec('DROP TABLE events; DROP TABLE mailbox; DROP TABLE executions; DROP TABLE snapshots;');
   },
 ];
 
@@ -231,7 +242,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const selectSessions = q<string>('SELECT body FROM sessions ORDER BY rowid').pluck();
   const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY rowid').pluck();
   const deletes = ['sessions WHERE id', 'log WHERE session_id',
-    'approvals WHERE session_id', 'snapshots WHERE session_id'].map((t) => q(`DELETE FROM ${t} = ?`));
+    'approvals WHERE session_id'].map((t) => q(`DELETE FROM ${t} = ?`));
 
   // present, last seq and last mailbox ord of a session, in one statement.
   // present; last seq, last mailbox ord and commit number of a session, in one statement.
@@ -239,7 +250,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     `SELECT (SELECT 1 FROM sessions WHERE id = @sid), l.last_seq, l.last_ord, l.n
        FROM (SELECT 1) LEFT JOIN (SELECT last_seq, last_ord, n FROM log WHERE session_id = @sid ORDER BY n DESC LIMIT 1) l`,
   ).raw();
-  const insertLog = q('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions) VALUES (?, ?, ?, ?, ?, ?, ?)');
+  const insertLog = q('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   // A resolution is final: a commit inserts an approval or updates a pending one of the same session.
   const upsertApproval = q(
     `INSERT INTO approvals (approval_id, session_id, status, body, resolution) VALUES (?, ?, ?, ?, ?)
@@ -247,16 +258,16 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
      WHERE approvals.status = 'pending' AND approvals.session_id = excluded.session_id`,
   );
   const approvalOwner = q<string>('SELECT session_id FROM approvals WHERE approval_id = ?').pluck();
-  const upsertSnapshot = q(
-    'INSERT INTO snapshots (session_id, body) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET body = excluded.body',
-  );
+
 
   // Commits whose events reach past @after (last_seq is filtered before any JSON is parsed).
   const selectEvents = q<string>('SELECT events FROM log WHERE session_id = @sid AND last_seq > @after AND events IS NOT NULL ORDER BY n').pluck();
   const selectLastSeq = q<number>('SELECT last_seq FROM log WHERE session_id = ? ORDER BY n DESC LIMIT 1').pluck();
   const selectMailbox = q<string>('SELECT mailbox FROM log WHERE session_id = ? AND mailbox IS NOT NULL ORDER BY n').pluck();
   const selectExecutions = q<string>('SELECT executions FROM log WHERE session_id = ? AND executions IS NOT NULL ORDER BY n').pluck();
-  const selectSnapshot = q<string>('SELECT body FROM snapshots WHERE session_id = ?').pluck();
+  // The latest snapshot: the last commit that carried one.
+  const selectSnapshot = q<string>('SELECT snapshot FROM log WHERE session_id = ? AND snapshot IS NOT NULL ORDER BY n DESC LIMIT 1').pluck();
+  const insertSnapshotOnly = q('INSERT INTO log (session_id, n, last_seq, last_ord, snapshot) VALUES (?, ?, ?, ?, ?)');
 
   const approvalCols = 'SELECT body, status, resolution FROM approvals';
   const selectApproval = q<ApprovalRow>(`${approvalCols} WHERE approval_id = ?`);
@@ -266,10 +277,23 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const selectApprovalsBoth = q<ApprovalRow>(`${approvalCols} WHERE session_id = ? AND status = ? ORDER BY rowid`);
   const resolvePending = q(`UPDATE approvals SET status = ?, resolution = ? WHERE approval_id = ? AND status = 'pending'`);
 
-  const commitTx = db.transaction((sessionId: string, step: StepCommit) => {
-    const [present, seq, ord, n] = head.get({ sid: sessionId }) as [number | null, number | null, number | null, number | null];
-    if (present === null) throw sessionNotFound(sessionId);
-    const lastSeq = seq ?? 0;
+  /**
+   * Where each session's log ends (last seq, last mailbox ord, commit number), as this store
+   * last wrote it: a commit then needs no read. Another connection appending to the same session
+   * makes the UNIQUE (session_id, n) insert fail; the entry is dropped and the commit reports a
+   * conflict. Bounded: cleared when it grows past HEAD_CACHE_MAX sessions.
+   */
+  const heads = new Map<string, Head>();
+  const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
+    let h = heads.get(sessionId);
+    if (h === undefined) {
+      const [present, seq, ord, n] = head.get({ sid: sessionId }) as [number | null, number | null, number | null, number | null];
+      if (present === null) throw sessionNotFound(sessionId);
+      h = { seq: seq ?? 0, ord: ord ?? 0, n: n ?? 0 };
+    }
+    const lastSeq = h.seq;
+    const ord = h.ord;
+    const n = h.n;
     checkStep(sessionId, step, lastSeq);
     const events = step.events;
     const mailbox = step.mailbox;
@@ -277,17 +301,26 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     const hasEvents = events !== undefined && events.length > 0;
     const hasMailbox = mailbox !== undefined && mailbox.length > 0;
     const hasExecutions = executions !== undefined && executions.length > 0;
+    const snapshot = step.snapshot === undefined ? null : JSON.stringify(step.snapshot);
+    const next: Head = {
+      seq: hasEvents ? (events[events.length - 1] as SessionEvent).seq : lastSeq,
+      ord: ord + (hasMailbox ? mailbox.length : 0),
+      n: n + 1,
+    };
     if (hasEvents || hasMailbox || hasExecutions) {
       insertLog.run(
         sessionId,
-        (n ?? 0) + 1,
-        hasEvents ? (events[events.length - 1] as SessionEvent).seq : lastSeq,
-        (ord ?? 0) + (hasMailbox ? mailbox.length : 0),
+        next.n,
+        next.seq,
+        next.ord,
         hasEvents ? JSON.stringify(events) : null,
         hasMailbox ? JSON.stringify(mailbox) : null,
         hasExecutions ? JSON.stringify(executions) : null,
+        snapshot,
       );
-    }
+    } else if (snapshot !== null) {
+      insertSnapshotOnly.run(sessionId, next.n, next.seq, next.ord, snapshot);
+    } else next.n = n;
     const approvals = step.approvals;
     if (approvals !== undefined) {
       for (let i = 0; i < approvals.length; i++) {
@@ -300,7 +333,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         }
       }
     }
-    if (step.snapshot !== undefined) upsertSnapshot.run(sessionId, JSON.stringify(step.snapshot));
+    return next;
   });
 
   const deleteTx = db.transaction((id: string) => {
@@ -350,14 +383,18 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
     deleteSession(id) {
       open();
+      heads.delete(id);
       deleteTx.immediate(id);
     },
 
     commit(sessionId, step) {
       open();
       try {
-        commitTx.immediate(sessionId, step);
+        const h = commitTx.immediate(sessionId, step);
+        if (heads.size >= HEAD_CACHE_MAX && !heads.has(sessionId)) heads.clear();
+        heads.set(sessionId, h);
       } catch (err) {
+        heads.delete(sessionId);
         if (err instanceof TurnstateError) throw err;
         if (isConstraint(err)) {
           throw storeError('store.seq_conflict', `session ${sessionId}: the commit collides with stored records; nothing of it was written`, {

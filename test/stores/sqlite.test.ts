@@ -103,7 +103,7 @@ describe('sqlite store specifics', () => {
     const raw = new Database(path);
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(['approvals', 'log', 'sessions', 'snapshots']);
+    expect(tables).toEqual(['approvals', 'log', 'sessions']);
     raw.pragma('user_version = 99');
     raw.close();
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
@@ -140,6 +140,7 @@ describe('sqlite store specifics', () => {
     raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 1, JSON.stringify(mail('a')));
     raw.prepare('INSERT INTO mailbox VALUES (?, ?, ?)').run('s1', 2, JSON.stringify(mail('b')));
     raw.prepare('INSERT INTO executions VALUES (?, ?, ?)').run('s1', 'c1', JSON.stringify({ callId: 'c1', tool: 't' }));
+    raw.prepare('INSERT INTO snapshots VALUES (?, ?)').run('s1', JSON.stringify(snapshot(7)));
     raw.close();
     const store = createSqliteStore({ path });
     expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
@@ -147,6 +148,7 @@ describe('sqlite store specifics', () => {
     expect(store.readEvents('s1', 2)).toEqual(evs.slice(2));
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b')]);
     expect(store.readExecutions('s1')).toEqual([{ callId: 'c1', tool: 't' }]);
+    expect(store.loadSnapshot('s1')).toEqual(snapshot(7));
     store.commit('s1', { events: events('s1', 4, 2), mailbox: [mail('c')] });
     expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4, 5]);
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
