@@ -1090,20 +1090,8 @@ export class SessionHost implements SessionHandle {
         continue;
       }
       if (policy.decision === 'ask') {
-        const approvalId = this.deps.newId('appr');
-        const record: ApprovalRecord = {
-          approvalId,
-          sessionId: this.id,
-          turnId: t.turnId,
-          callId: u.id,
-          tool: u.name,
-          args: u.input,
-          actor: actorName,
-          policyResult: policy,
-          requestedAt: at,
-          status: 'pending',
-          ...(this.record.tenantId !== undefined ? { tenantId: this.record.tenantId } : {}),
-        };
+        const record = this.approvalRecord(t, actorName, u, policy, at);
+        const approvalId = record.approvalId;
         approvals.push(record);
         t.pending.set(u.id, { callId: u.id, tool: u.name, args: u.input, kind: 'approval', approvalId });
         const part: Part = {
@@ -1126,8 +1114,8 @@ export class SessionHost implements SessionHandle {
     if (held.length || approvals.length) await this.commit({ events: held, approvals });
   }
 
-  private standingRecord(t: ActiveTurn, actorName: string, u: ToolUseBlock, policy: PolicyResult): ApprovalRecord {
-    const at = this.deps.clock.iso();
+  /** A pending approval record for a call its policy sent to a human. */
+  private approvalRecord(t: ActiveTurn, actorName: string, u: ToolUseBlock, policy: PolicyResult, at: string): ApprovalRecord {
     return {
       approvalId: this.deps.newId('appr'),
       sessionId: this.id,
@@ -1138,9 +1126,18 @@ export class SessionHost implements SessionHandle {
       actor: actorName,
       policyResult: policy,
       requestedAt: at,
+      status: 'pending',
+      ...(this.record.tenantId !== undefined ? { tenantId: this.record.tenantId } : {}),
+    };
+  }
+
+  /** An approval a client's standing approval (AAP `trust: true`) gave, recorded as that client's decision. */
+  private standingRecord(t: ActiveTurn, actorName: string, u: ToolUseBlock, policy: PolicyResult): ApprovalRecord {
+    const at = this.deps.clock.iso();
+    return {
+      ...this.approvalRecord(t, actorName, u, policy, at),
       status: 'approved',
       resolution: { decision: 'approved', by: t.opts.principal ?? {}, via: 'standing-approval', at, reason: 'standing approval (trust) given by the client' },
-      ...(this.record.tenantId !== undefined ? { tenantId: this.record.tenantId } : {}),
     };
   }
 
