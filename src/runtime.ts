@@ -242,8 +242,15 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       if (hosts.has(record.id) || (await store.getSession(record.id))) {
         throw new TurnstateError('session.exists', `a session with id "${record.id}" already exists`);
       }
-      await store.createSession(record);
-      const host = new SessionHost(deps, record, 0);
+      let host: SessionHost;
+      if (store.groupCommit) {
+        // Written with the session's first commit (at the latest at the end of this event-loop turn).
+        host = new SessionHost(deps, record, 0);
+        host.writeWithFirstCommit();
+      } else {
+        await store.createSession(record);
+        host = new SessionHost(deps, record, 0);
+      }
       hosts.set(record.id, host);
       return handleFor(host);
     },
@@ -255,6 +262,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     },
 
     async listSessions(filter) {
+      // Sessions created in this event-loop turn are written before they are listed.
+      if (store.groupCommit) for (const h of hosts.values()) h.persistNow();
       return await store.listSessions(filter);
     },
 

@@ -6,10 +6,11 @@
  * before a turn stops or settles, and before an approval answer returns. Events are published
  * only after the write that holds them has landed (write-ahead).
  */
-import type { SessionStore, StepCommit, PersistedSession } from '../machines/ports.js';
+import type { SessionRecord, SessionStore, StepCommit, PersistedSession } from '../machines/ports.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
 
 interface Buffer {
+  session?: SessionRecord;
   events: SessionEvent[];
   mailbox: MailboxEntry[];
   executions: ExecutionRecord[];
@@ -21,6 +22,8 @@ interface Buffer {
 
 export class GroupCommit {
   private buffer: Buffer | null = null;
+  /** The end-of-event-loop-turn write, cancelled when a barrier writes first. */
+  private timer: ReturnType<typeof setImmediate> | null = null;
   private error: Error | null = null;
   private waiters: { resolve: () => void; reject: (e: unknown) => void }[] = [];
 
@@ -44,6 +47,7 @@ export class GroupCommit {
     const b = this.buffer;
     if (!b) {
       this.buffer = {
+        ...(step.session ? { session: step.session } : {}),
         events: step.events ? step.events.slice() : [],
         mailbox: step.mailbox?.slice() ?? [],
         executions: step.executions?.slice() ?? [],
@@ -51,7 +55,7 @@ export class GroupCommit {
         ...(step.snapshot ? { snapshot: step.snapshot } : {}),
         firstSeq,
       };
-      setImmediate(this.flushSoon);
+      this.timer = setImmediate(this.flushSoon);
       return;
     }
     if (step.events) for (const e of step.events) b.events.push(e);
@@ -59,6 +63,7 @@ export class GroupCommit {
     if (step.executions) for (const x of step.executions) b.executions.push(x);
     if (step.approvals) for (const a of step.approvals) b.approvals.push(a);
     if (step.snapshot) b.snapshot = step.snapshot;
+    if (step.session) b.session = step.session;
   }
 
   /** Whether user-visible parts wait in the buffer. */
@@ -75,6 +80,7 @@ export class GroupCommit {
   }
 
   private readonly flushSoon = (): void => {
+    this.timer = null;
     try {
       this.flush();
     } catch {
@@ -90,9 +96,14 @@ export class GroupCommit {
       return;
     }
     this.buffer = null;
+    if (this.timer) {
+      clearImmediate(this.timer);
+      this.timer = null;
+    }
     const waiters = this.waiters;
     if (waiters.length) this.waiters = [];
     const step: StepCommit = {};
+    if (b.session) step.session = b.session;
     if (b.events.length) step.events = b.events;
     if (b.mailbox.length) step.mailbox = b.mailbox;
     if (b.executions.length) step.executions = b.executions;

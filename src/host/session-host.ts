@@ -308,6 +308,19 @@ export class SessionHost implements SessionHandle {
     if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
   }
 
+  /** Write whatever group commit holds for this session now. */
+  persistNow(): void {
+    this.barrier();
+  }
+
+  /**
+   * A new session under group commit: its record is written with its first commit, at the
+   * latest at the end of this event-loop turn (no transaction of its own).
+   */
+  writeWithFirstCommit(): void {
+    this.groupCommit!.add({ session: this.record }, this.seq);
+  }
+
   /** Resolves once what is buffered now has been written (at once when nothing is, or without group commit). */
   private durable(): Promise<void> | void {
     return this.groupCommit?.durable();

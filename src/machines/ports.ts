@@ -81,6 +81,11 @@ export interface PersistedSession {
 
 /** Everything one step writes, committed atomically before any of its events is published. */
 export interface StepCommit {
+  /**
+   * Create this session in the same commit (when it does not exist yet). With group commit the
+   * runtime writes a new session with its first commit instead of a transaction of its own.
+   */
+  session?: SessionRecord;
   events?: SessionEvent[];
   mailbox?: MailboxEntry[];
   executions?: ExecutionRecord[];

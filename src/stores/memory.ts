@@ -211,7 +211,13 @@ export function createMemoryStore(): SyncSessionStore {
 
     commit(sessionId, step) {
       open();
-      const s = sessions.get(sessionId);
+      let s = sessions.get(sessionId);
+      if (s === undefined && step.session !== undefined && step.session.id === sessionId) {
+        checkRecord(step.session);
+        checkStep(sessionId, step, 0);
+        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, approvalIds: undefined };
+        sessions.set(sessionId, s);
+      }
       if (s === undefined) throw sessionNotFound(sessionId);
       checkStep(sessionId, step, s.events.length);
       const stepApprovals = step.approvals;

@@ -288,7 +288,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     let h = heads.get(sessionId);
     if (h === undefined) {
       const [present, seq, ord, n] = head.get({ sid: sessionId }) as [number | null, number | null, number | null, number | null];
-      if (present === null) throw sessionNotFound(sessionId);
+      if (present === null) {
+        const rec = step.session;
+        if (rec === undefined || rec.id !== sessionId) throw sessionNotFound(sessionId);
+        checkRecord(rec);
+        insertSession.run(rec.id, rec.tenantId ?? null, rec.createdAt, JSON.stringify(rec));
+      }
       h = { seq: seq ?? 0, ord: ord ?? 0, n: n ?? 0 };
     }
     const lastSeq = h.seq;

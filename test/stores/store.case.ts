@@ -156,6 +156,21 @@ export function runStoreSuite(name: string, make: Make, reopen?: Reopen): void {
         expect(await store.getSession('ghost')).toBeUndefined();
       });
 
+      it('store:commit:creates-session — a commit that carries its session record creates the session with its first records, atomically', async () => {
+        const rec = session('born', 'tenant-x');
+        await store.commit('born', { session: rec, events: events('born', 1, 2), mailbox: [mail('hello')] });
+        expect(await store.getSession('born')).toEqual(rec);
+        expect((await store.listSessions({ tenantId: 'tenant-x' })).map((r) => r.id)).toEqual(['born']);
+        expect((await store.readEvents('born', 0)).map((e) => e.seq)).toEqual([1, 2]);
+        expect(await store.readMailbox('born')).toEqual([mail('hello')]);
+        // A rejected first commit creates nothing.
+        await expectCode(() => store.commit('stillborn', { session: session('stillborn'), events: events('stillborn', 2, 1) }), 'store.seq_conflict');
+        expect(await store.getSession('stillborn')).toBeUndefined();
+        // A record for another id does not create anything.
+        await expectCode(() => store.commit('other', { session: session('not-other'), events: events('other', 1, 1) }), 'store.session_not_found');
+        expect(await store.getSession('other')).toBeUndefined();
+      });
+
       describe('atomicity: a rejected commit writes nothing', () => {
         beforeEach(async () => {
           await store.commit('s1', {
