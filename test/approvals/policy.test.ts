@@ -4,6 +4,7 @@ import { compileApprovalPolicy, DEFAULT_POLICY_LIMITS, unsafeRegexReason } from 
 import { RegistrationError } from '../../src/errors.js';
 import type { ApprovalHandler, PolicyContext } from '../../src/registries/types.js';
 import type { PolicyResult } from '../../src/types.js';
+import { registrationError } from '../registries/helpers.js';
 
 const ctx: PolicyContext = {
   actor: 'booker',
@@ -16,15 +17,6 @@ const ctx: PolicyContext = {
 const cel = (expr: string) => compileApprovalPolicy('book_flight', { autoApproveIf: expr });
 const run = (expr: string, args: unknown, c: PolicyContext = ctx) => cel(expr).evaluate(args, c) as PolicyResult;
 
-function registrationError(fn: () => unknown): RegistrationError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(RegistrationError);
-    return e as RegistrationError;
-  }
-  throw new Error('expected a RegistrationError, nothing was thrown');
-}
 
 describe('approval policy: CEL over a pinned context', () => {
   it('approvals:cel:true-approves — a true expression approves with source cel', () => {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { RegistrationError, TurnstateError } from '../../src/errors.js';
+import { TurnstateError } from '../../src/errors.js';
 import { PartTypeRegistry } from '../../src/registries/part-types.js';
 import type { PartTypeMeta } from '../../src/registries/types.js';
+import { registrationError } from './helpers.js';
 
 const CANONICAL = [
   'ack',
@@ -34,15 +35,6 @@ function audioMeta(over: Partial<PartTypeMeta> = {}): PartTypeMeta {
   };
 }
 
-function registrationError(fn: () => unknown): RegistrationError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(RegistrationError);
-    return e as RegistrationError;
-  }
-  throw new Error('expected a RegistrationError, nothing was thrown');
-}
 
 describe('PartTypeRegistry: canonical set (spec 000 "Part types")', () => {
   it('part-types:canonical:set — exactly the fourteen canonical part types, in order, all marked canonical', () => {

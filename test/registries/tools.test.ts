@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RegistrationError, TurnstateError } from '../../src/errors.js';
 import { placeholderProblem, ToolRegistry } from '../../src/registries/tools.js';
 import type { PolicyContext, ToolDefinition } from '../../src/registries/types.js';
+import { registrationError } from './helpers.js';
 
 const ctx: PolicyContext = { actor: 'booker', session: { id: 's1', tenantId: 't1' }, turn: { id: 'u1' }, user: { tier: 'trusted' }, tenant: { id: 't1' } };
 
@@ -48,15 +49,6 @@ function bypass(over: Record<string, unknown> = {}): ToolDefinition {
   });
 }
 
-function registrationError(fn: () => unknown): RegistrationError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(RegistrationError);
-    return e as RegistrationError;
-  }
-  throw new Error('expected a RegistrationError, nothing was thrown');
-}
 
 function expectRule(fn: () => unknown, rule: string, ...mentions: (string | RegExp)[]): RegistrationError {
   const e = registrationError(fn);

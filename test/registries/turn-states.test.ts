@@ -1,18 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { RegistrationError } from '../../src/errors.js';
 import { PartTypeRegistry } from '../../src/registries/part-types.js';
 import { RESERVED_TURN_STATE_NAMES, TurnStateRegistry } from '../../src/registries/turn-states.js';
 import type { TurnStateMeta } from '../../src/registries/types.js';
+import { registrationError } from './helpers.js';
 
-function registrationError(fn: () => unknown): RegistrationError {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(RegistrationError);
-    return e as RegistrationError;
-  }
-  throw new Error('expected a RegistrationError, nothing was thrown');
-}
 
 const terminal = (over: Partial<TurnStateMeta> = {}): TurnStateMeta => ({
   description: 'The user cancelled; nothing more happens this turn.',
