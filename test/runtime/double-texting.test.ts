@@ -9,7 +9,7 @@ import type { ModelEvent, ModelPort, ModelRequest } from '../../src/machines/por
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { SessionEvent } from '../../src/types.js';
-import { Recorder, addTool, answer, checkHistory, checkStream, harness, part, respond, settledOf, toolUse } from './helpers.js';
+import { Recorder, addTool, addGatedTool, answer, checkHistory, checkStream, harness, part, respond, settledOf, toolUse } from './helpers.js';
 
 const longText = 'A long answer that streams in many small chunks so that a message can arrive mid-call. '.repeat(4);
 
@@ -22,12 +22,7 @@ describe('double-texting', () => {
         { when: { on: 'user', text: 'second' }, respond: answer(respond([part('response', 'second done')], 'complete')) },
       ],
     });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    addTool(rt.registries, 'slow', async () => {
-      await gate;
-      return { ok: 1 };
-    });
+    const release = addGatedTool(rt.registries, 'slow');
     rt.registries.actors.register({ name: 'a', tools: ['slow'] });
     const s = await rt.createSession({ actor: 'a' });
     const rec = new Recorder(s);
@@ -164,12 +159,7 @@ describe('double-texting', () => {
         { respond: answer(respond([part('response', 'done: $user')], 'complete')) },
       ],
     });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    addTool(rt.registries, 'slow', async () => {
-      await gate;
-      return { ok: 1 };
-    });
+    const release = addGatedTool(rt.registries, 'slow');
     rt.registries.actors.register({ name: 'a', tools: ['slow'] });
     const s = await rt.createSession({ actor: 'a', doubleTexting: 'interrupt' });
     const rec = new Recorder(s);
@@ -244,12 +234,7 @@ describe('double-texting', () => {
         { when: { on: 'tool_result' }, respond: answer(respond([part('response', 'all done')], 'complete')) },
       ],
     });
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    addTool(rt.registries, 'slow', async () => {
-      await gate;
-      return { ok: 1 };
-    });
+    const release = addGatedTool(rt.registries, 'slow');
     rt.registries.actors.register({ name: 'a', tools: ['slow'] });
     const s = await rt.createSession({ actor: 'a', doubleTexting: 'reject' });
     const rec = new Recorder(s);

@@ -3,7 +3,7 @@
  * blocks, usage, client-side tools, hand-off targets, and approvals mixed with other tools.
  */
 import { describe, expect, it } from 'vitest';
-import { Recorder, addTool, answer, checkHistory, checkStream, harness, lastUserBlocks, part, respond, sequence, settledOf, toolResultsIn, toolUse } from './helpers.js';
+import { Recorder, addTool, addGatedTool, answer, checkHistory, checkStream, harness, lastUserBlocks, part, respond, sequence, settledOf, toolResultsIn, toolUse } from './helpers.js';
 
 describe('turn loop edges', () => {
   it('respond:state-change:last-word — a respond() after a state-changing one in the same response is rejected, never published after it', async () => {
@@ -336,12 +336,7 @@ describe('turn loop edges', () => {
   it('session:stop:releases-waiters — deleting a session or closing the runtime mid-turn resolves the running and queued TurnRefs instead of leaving them pending', async () => {
     for (const how of ['delete', 'close'] as const) {
       const { rt } = harness({ rules: [{ when: { on: 'user' }, respond: answer(toolUse('slow', { q: 'x' })) }, { respond: answer(respond([part('response', 'ok')], 'complete')) }] });
-      let release!: () => void;
-      const gate = new Promise<void>((r) => (release = r));
-      addTool(rt.registries, 'slow', async () => {
-        await gate;
-        return { ok: 1 };
-      });
+      const release = addGatedTool(rt.registries, 'slow');
       rt.registries.actors.register({ name: 'a', tools: ['slow'] });
       const s = await rt.createSession({ actor: 'a' });
       const rec = new Recorder(s);

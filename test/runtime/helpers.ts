@@ -50,6 +50,17 @@ export function harness(script: ModelScript, opts: Omit<RuntimeOptions, 'model'>
 }
 
 /** Registers a plain generalist tool whose handler is `fn`. */
+/** Registers a tool `name` whose calls wait until `release()` is called (a tool still running). */
+export function addGatedTool(registries: Registries, name: string): () => void {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  addTool(registries, name, async () => {
+    await gate;
+    return { ok: 1 };
+  });
+  return release;
+}
+
 export function addTool(
   registries: Registries,
   name: string,
