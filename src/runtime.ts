@@ -193,7 +193,11 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     }
   };
 
+  // One handle per session while someone holds it; the entry goes when the handle is collected.
   const handles = new Map<string, WeakRef<SessionHandle>>();
+  const forget = new FinalizationRegistry<string>((id) => {
+    if (handles.get(id)?.deref() === undefined) handles.delete(id);
+  });
   const live = async (id: string): Promise<SessionHost> => {
     const h = hosts.get(id) ?? (closed ? undefined : await activate(id));
     if (!h) {
@@ -206,6 +210,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     if (cached) return cached;
     const handle = new SessionRef(host.id, host.record, live, (id) => hosts.get(id));
     handles.set(host.id, new WeakRef(handle));
+    forget.register(handle, host.id);
     return handle;
   };
 

@@ -356,12 +356,6 @@ export class SessionHost implements SessionHandle {
     return h;
   }
 
-  /** Drop in-memory caches (the store keeps everything). */
-  trim(): void {
-    this.mailboxCache = null;
-    this.histories = null;
-  }
-
   /* ------------------------------------------------------------ SessionHandle */
 
   events(afterSeq = 0): Observable<SessionEvent> {
@@ -1384,9 +1378,14 @@ export class SessionHost implements SessionHandle {
       this.published = this.turnState();
     }
     // Parts published after the last persisted snapshot belong to the turn too.
-    const seen = new Set(t.parts);
-    for (const e of events) if (e.turnId === t.turnId && e.type === 'part.received' && !seen.has(e.part)) {
-      if (!t.parts.some((p) => JSON.stringify(p) === JSON.stringify(e.part))) t.parts.push(e.part);
+    const known = new Set(t.parts.map((p) => JSON.stringify(p)));
+    for (const e of events) {
+      if (e.turnId !== t.turnId || e.type !== 'part.received') continue;
+      const key = JSON.stringify(e.part);
+      if (!known.has(key)) {
+        known.add(key);
+        t.parts.push(e.part);
+      }
     }
     const approvals = (await this.deps.store.listApprovals({ sessionId: this.id })).filter((a) => a.turnId === t.turnId);
     const actorName = this.ctx().actor ?? this.record.actor;
