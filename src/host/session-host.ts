@@ -915,7 +915,7 @@ export class SessionHost implements SessionHandle {
     }
     if (toolUses.length > 0) {
       this.tell({ type: 'MODEL_DONE', next: 'dispatch' });
-      await this.dispatch(t, actorName, toolUses, this.deps.catalog.forActor(actorDef, t.opts));
+      await this.dispatch(t, actorName, toolUses, tools);
       if (t.pending.size > 0) {
         this.tell({ type: 'HOLD', to: 'suspended' });
         await this.syncState(t, []);
