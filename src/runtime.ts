@@ -100,9 +100,11 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
 
   // The session machine is generated from the TurnStateRegistry; regenerated if it changes.
   let machine: SessionMachine | undefined;
-  let machineStamp = '';
+  // Turn states are only ever added, so their count tells whether the registry changed (this
+  // runs at every turn start: no string building).
+  let machineStamp = -1;
   const getMachine = () => {
-    const stamp = registries.turnStates.ids().join(',');
+    const stamp = registries.turnStates.ids().length;
     if (!machine || stamp !== machineStamp) {
       machine = createSessionMachine(registries.turnStates);
       machineStamp = stamp;
