@@ -61,6 +61,8 @@ export interface SqliteSessionStore extends SyncSessionStore {
 }
 
 interface Head {
+  /** The session's key in `log` (its sessions rowid). */
+  sk: number;
   seq: number;
   ord: number;
   n: number;
@@ -69,7 +71,10 @@ interface Head {
 const HEAD_CACHE_MAX = 10_000;
 
 /** Schema version written to `PRAGMA user_version`. */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
+
+/** A session's commits are keyed `sk * LOG_SPAN + n` in `log` (n counts from 1). */
+const LOG_SPAN = 4294967296;
 
 /** MIGRATIONS[n] upgrades a file from user_version n to n + 1. */
 const MIGRATIONS: readonly ((db: Db) => void)[] = [
@@ -160,6 +165,40 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
     }
     db.exec('DROP TABLE events; DROP TABLE mailbox; DROP TABLE executions; DROP TABLE snapshots;');
   },
+  // v3: a commit touches one B-tree, not two. Each session gets an integer key `sk` (the
+  // sessions table's rowid) and `log` is keyed by `sk * 2^32 + n`: its rowid orders a session's
+  // commits, so the (session_id, n) index goes, and a commit writes one table leaf. The tenant
+  // index holds only sessions that have a tenant.
+  (db) => {
+    db.exec(`
+      CREATE TABLE sessions_v3 (
+        sk         INTEGER PRIMARY KEY,
+        id         TEXT NOT NULL UNIQUE,
+        tenant_id  TEXT,
+        created_at TEXT NOT NULL,
+        body       TEXT NOT NULL
+      );
+      INSERT INTO sessions_v3 (sk, id, tenant_id, created_at, body)
+        SELECT rowid, id, tenant_id, created_at, body FROM sessions ORDER BY rowid;
+      CREATE TABLE log_v3 (
+        k          INTEGER PRIMARY KEY,
+        last_seq   INTEGER NOT NULL,
+        last_ord   INTEGER NOT NULL,
+        events     TEXT,
+        mailbox    TEXT,
+        executions TEXT,
+        snapshot   TEXT
+      );
+      INSERT INTO log_v3 (k, last_seq, last_ord, events, mailbox, executions, snapshot)
+        SELECT s.sk * ${LOG_SPAN} + l.n, l.last_seq, l.last_ord, l.events, l.mailbox, l.executions, l.snapshot
+          FROM log l JOIN sessions_v3 s ON s.id = l.session_id ORDER BY s.sk, l.n;
+      DROP TABLE log;
+      DROP TABLE sessions;
+      ALTER TABLE sessions_v3 RENAME TO sessions;
+      ALTER TABLE log_v3 RENAME TO log;
+      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
+    `);
+  },
 ];
 
 /**
@@ -238,19 +277,24 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const q = <R = unknown>(sql: string): Statement<unknown[], R> => db.prepare<unknown[], R>(sql);
 
   const insertSession = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?)');
+  const createSessionIfNew = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
   const selectSession = q<string>('SELECT body FROM sessions WHERE id = ?').pluck();
-  const selectSessions = q<string>('SELECT body FROM sessions ORDER BY rowid').pluck();
-  const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY rowid').pluck();
-  const deletes = ['sessions WHERE id', 'log WHERE session_id',
-    'approvals WHERE session_id'].map((t) => q(`DELETE FROM ${t} = ?`));
+  const selectSessions = q<string>('SELECT body FROM sessions ORDER BY sk').pluck();
+  const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY sk').pluck();
+  const selectSk = q<number>('SELECT sk FROM sessions WHERE id = ?').pluck();
 
-  // present, last seq and last mailbox ord of a session, in one statement.
-  // present; last seq, last mailbox ord and commit number of a session, in one statement.
-  const head = q<[number | null, number | null, number | null, number | null]>(
-    `SELECT (SELECT 1 FROM sessions WHERE id = @sid), l.last_seq, l.last_ord, l.n
-       FROM (SELECT 1) LEFT JOIN (SELECT last_seq, last_ord, n FROM log WHERE session_id = @sid ORDER BY n DESC LIMIT 1) l`,
-  ).raw();
-  const insertLog = q('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+  // A session's commits are the log rows keyed from sk * 2^32 + 1 to sk * 2^32 + 2^32 - 1; the
+  // key range is computed in SQL (64-bit integers: exact for every sk, which JS numbers are not).
+  const range = `k > @sk * ${LOG_SPAN} AND k < (@sk + 1) * ${LOG_SPAN}`;
+  // The session's rows, found by its id (one statement for reads: no sk lookup of their own).
+  const fromSession = `FROM sessions s JOIN log l ON l.k > s.sk * ${LOG_SPAN} AND l.k < (s.sk + 1) * ${LOG_SPAN} WHERE s.id = @sid`;
+  const deleteLog = q(`DELETE FROM log WHERE ${range}`);
+  const deleteSession = q('DELETE FROM sessions WHERE id = ?');
+  const deleteApprovals = q('DELETE FROM approvals WHERE session_id = ?');
+
+  // Last seq, last mailbox ord and commit number of a session (a commit whose head is not cached).
+  const head = q<[number, number, number]>(`SELECT last_seq, last_ord, k - @sk * ${LOG_SPAN} FROM log WHERE ${range} ORDER BY k DESC LIMIT 1`).raw();
+  const insertLog = q(`INSERT INTO log (k, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (? * ${LOG_SPAN} + ?, ?, ?, ?, ?, ?, ?)`);
   // A resolution is final: a commit inserts an approval or updates a pending one of the same session.
   const upsertApproval = q(
     `INSERT INTO approvals (approval_id, session_id, status, body, resolution) VALUES (?, ?, ?, ?, ?)
@@ -259,15 +303,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   );
   const approvalOwner = q<string>('SELECT session_id FROM approvals WHERE approval_id = ?').pluck();
 
-
   // Commits whose events reach past @after (last_seq is filtered before any JSON is parsed).
-  const selectEvents = q<string>('SELECT events FROM log WHERE session_id = @sid AND last_seq > @after AND events IS NOT NULL ORDER BY n').pluck();
-  const selectLastSeq = q<number>('SELECT last_seq FROM log WHERE session_id = ? ORDER BY n DESC LIMIT 1').pluck();
-  const selectMailbox = q<string>('SELECT mailbox FROM log WHERE session_id = ? AND mailbox IS NOT NULL ORDER BY n').pluck();
-  const selectExecutions = q<string>('SELECT executions FROM log WHERE session_id = ? AND executions IS NOT NULL ORDER BY n').pluck();
+  const selectEvents = q<string>(`SELECT l.events ${fromSession} AND l.last_seq > @after AND l.events IS NOT NULL ORDER BY l.k`).pluck();
+  const selectLastSeq = q<number>(`SELECT l.last_seq ${fromSession} ORDER BY l.k DESC LIMIT 1`).pluck();
+  const selectMailbox = q<string>(`SELECT l.mailbox ${fromSession} AND l.mailbox IS NOT NULL ORDER BY l.k`).pluck();
+  const selectExecutions = q<string>(`SELECT l.executions ${fromSession} AND l.executions IS NOT NULL ORDER BY l.k`).pluck();
   // The latest snapshot: the last commit that carried one.
-  const selectSnapshot = q<string>('SELECT snapshot FROM log WHERE session_id = ? AND snapshot IS NOT NULL ORDER BY n DESC LIMIT 1').pluck();
-  const insertSnapshotOnly = q('INSERT INTO log (session_id, n, last_seq, last_ord, snapshot) VALUES (?, ?, ?, ?, ?)');
+  const selectSnapshot = q<string>(`SELECT l.snapshot ${fromSession} AND l.snapshot IS NOT NULL ORDER BY l.k DESC LIMIT 1`).pluck();
 
   const approvalCols = 'SELECT body, status, resolution FROM approvals';
   const selectApproval = q<ApprovalRow>(`${approvalCols} WHERE approval_id = ?`);
@@ -278,27 +320,29 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const resolvePending = q(`UPDATE approvals SET status = ?, resolution = ? WHERE approval_id = ? AND status = 'pending'`);
 
   /**
-   * Where each session's log ends (last seq, last mailbox ord, commit number), as this store
-   * last wrote it: a commit then needs no read. Another connection appending to the same session
-   * makes the UNIQUE (session_id, n) insert fail; the entry is dropped and the commit reports a
-   * conflict. Bounded: cleared when it grows past HEAD_CACHE_MAX sessions.
+   * Where each session's log ends (its key, last seq, last mailbox ord, commit number), as this
+   * store last wrote it: a commit then needs no read. Another connection appending to the same
+   * session makes the insert of commit n collide on the log's key; the entry is dropped and the
+   * commit reports a conflict. Bounded: cleared when it grows past HEAD_CACHE_MAX sessions.
    */
   const heads = new Map<string, Head>();
-  const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
-    let h = heads.get(sessionId);
-    if (h === undefined) {
-      const [present, seq, ord, n] = head.get({ sid: sessionId }) as [number | null, number | null, number | null, number | null];
-      if (present === null) {
-        const rec = step.session;
-        if (rec === undefined || rec.id !== sessionId) throw sessionNotFound(sessionId);
-        checkRecord(rec);
-        insertSession.run(rec.id, rec.tenantId ?? null, rec.createdAt, JSON.stringify(rec));
-      }
-      h = { seq: seq ?? 0, ord: ord ?? 0, n: n ?? 0 };
+  const headOf = (sessionId: string, step: StepCommit): Head => {
+    const rec = step.session;
+    if (rec !== undefined && rec.id === sessionId) {
+      // A commit that carries its session's record creates the session (a new session's first
+      // commit under group commit): its log is empty. An existing session ignores the record.
+      checkRecord(rec);
+      const r = createSessionIfNew.run(rec.id, rec.tenantId ?? null, rec.createdAt, JSON.stringify(rec));
+      if (r.changes === 1) return { sk: Number(r.lastInsertRowid), seq: 0, ord: 0, n: 0 };
     }
+    const sk = selectSk.get(sessionId);
+    if (sk === undefined) throw sessionNotFound(sessionId);
+    const last = head.get({ sk });
+    return last === undefined ? { sk, seq: 0, ord: 0, n: 0 } : { sk, seq: last[0], ord: last[1], n: last[2] };
+  };
+  const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
+    const h = heads.get(sessionId) ?? headOf(sessionId, step);
     const lastSeq = h.seq;
-    const ord = h.ord;
-    const n = h.n;
     checkStep(sessionId, step, lastSeq);
     const events = step.events;
     const mailbox = step.mailbox;
@@ -308,13 +352,16 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     const hasExecutions = executions !== undefined && executions.length > 0;
     const snapshot = step.snapshot === undefined ? null : JSON.stringify(step.snapshot);
     const next: Head = {
+      sk: h.sk,
       seq: hasEvents ? (events[events.length - 1] as SessionEvent).seq : lastSeq,
-      ord: ord + (hasMailbox ? mailbox.length : 0),
-      n: n + 1,
+      ord: h.ord + (hasMailbox ? mailbox.length : 0),
+      n: h.n,
     };
-    if (hasEvents || hasMailbox || hasExecutions) {
+    if (hasEvents || hasMailbox || hasExecutions || snapshot !== null) {
+      next.n = h.n + 1;
+      if (next.n >= LOG_SPAN) throw storeError('store.write_failed', `session ${sessionId}: more than ${LOG_SPAN - 1} commits`, { sessionId });
       insertLog.run(
-        sessionId,
+        h.sk,
         next.n,
         next.seq,
         next.ord,
@@ -323,9 +370,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         hasExecutions ? JSON.stringify(executions) : null,
         snapshot,
       );
-    } else if (snapshot !== null) {
-      insertSnapshotOnly.run(sessionId, next.n, next.seq, next.ord, snapshot);
-    } else next.n = n;
+    }
     const approvals = step.approvals;
     if (approvals !== undefined) {
       for (let i = 0; i < approvals.length; i++) {
@@ -342,7 +387,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   });
 
   const deleteTx = db.transaction((id: string) => {
-    for (const d of deletes) d.run(id);
+    const sk = selectSk.get(id);
+    if (sk !== undefined) deleteLog.run({ sk });
+    deleteSession.run(id);
+    deleteApprovals.run(id);
   });
 
   const resolveTx = db.transaction((approvalId: string, decision: string, resolution: string) => {
@@ -429,13 +477,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
     lastSeq(sessionId) {
       open();
-      return selectLastSeq.get(sessionId) ?? 0;
+      return selectLastSeq.get({ sid: sessionId }) ?? 0;
     },
 
     readMailbox(sessionId) {
       open();
       const out: MailboxEntry[] = [];
-      for (const body of selectMailbox.all(sessionId)) {
+      for (const body of selectMailbox.all({ sid: sessionId })) {
         const batch = JSON.parse(body as string) as MailboxEntry[];
         for (let i = 0; i < batch.length; i++) out.push(batch[i] as MailboxEntry);
       }
@@ -445,7 +493,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     readExecutions(sessionId) {
       open();
       const out: ExecutionRecord[] = [];
-      for (const body of selectExecutions.all(sessionId)) {
+      for (const body of selectExecutions.all({ sid: sessionId })) {
         const batch = JSON.parse(body as string) as ExecutionRecord[];
         for (let i = 0; i < batch.length; i++) out.push(batch[i] as ExecutionRecord);
       }
@@ -454,7 +502,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
     loadSnapshot(sessionId) {
       open();
-      const body = selectSnapshot.get(sessionId);
+      const body = selectSnapshot.get({ sid: sessionId });
       return body === undefined ? undefined : (JSON.parse(body) as PersistedSession);
     },
 

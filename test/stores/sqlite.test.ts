@@ -109,13 +109,76 @@ describe('sqlite store specifics', () => {
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
   });
 
-  it('store:sqlite:unique — the (session_id, n) key makes a session\'s commits a sequence (two writers cannot both append commit n)', () => {
+  it('store:sqlite:unique — a session\'s commits are a sequence: two writers on one file cannot both append commit n', () => {
     const path = fresh();
-    createSqliteStore({ path }).close();
-    const raw = new Database(path);
-    raw.prepare("INSERT INTO log (session_id, n, last_seq, last_ord, events) VALUES ('s', 1, 1, 0, '[]')").run();
-    expect(() => raw.prepare("INSERT INTO log (session_id, n, last_seq, last_ord, events) VALUES ('s', 1, 2, 0, '[]')").run()).toThrow(/UNIQUE/);
+    const a = createSqliteStore({ path });
+    a.createSession(session('s1'));
+    a.commit('s1', { events: events('s1', 1, 1) });
+    const b = createSqliteStore({ path });
+    // b reads where the log ends (seq 1, commit 1) and appends commit 2.
+    b.commit('s1', { events: events('s1', 2, 1) });
+    // a still believes the log ends at commit 1: its commit 2 collides and nothing of it is written.
+    expect(codeOf(() => a.commit('s1', { events: events('s1', 2, 1), mailbox: [mail('lost')] }))).toBe('store.seq_conflict');
+    expect(b.readEvents('s1', 0).map((e) => e.seq)).toEqual([1, 2]);
+    expect(b.readMailbox('s1')).toEqual([]);
+    // After the conflict a reads the head again and continues the log.
+    a.commit('s1', { events: events('s1', 3, 1) });
+    expect(b.readEvents('s1', 0).map((e) => e.seq)).toEqual([1, 2, 3]);
+    a.close();
+    b.close();
+  });
+
+  it('store:sqlite:one-tree — a commit adds one row to one B-tree: the log is keyed by the session\'s key and its commit number', () => {
+    const path = fresh();
+    const store = createSqliteStore({ path });
+    store.commit('s1', { session: session('s1'), events: events('s1', 1, 2), mailbox: [mail('a')], snapshot: snapshot(1) });
+    store.commit('s1', { events: events('s1', 3, 1) });
+    store.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'log'").pluck().all()).toEqual([]);
+    const sk = raw.prepare("SELECT sk FROM sessions WHERE id = 's1'").pluck().get() as number;
+    expect(raw.prepare('SELECT k - ? * 4294967296 FROM log ORDER BY k').pluck().all(sk)).toEqual([1, 2]);
     raw.close();
+  });
+
+  it('store:sqlite:migrate-v2 — a version 2 file (log keyed by session id and n) opens with every session, commit and approval in order', () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.exec(`
+      CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+      CREATE INDEX sessions_tenant ON sessions (tenant_id);
+      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
+      CREATE INDEX approvals_session ON approvals (session_id);
+      CREATE INDEX approvals_status ON approvals (status);
+      CREATE TABLE log (session_id TEXT NOT NULL, n INTEGER NOT NULL, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL,
+        events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT, UNIQUE (session_id, n));
+      PRAGMA user_version = 2;`);
+    const s1 = session('s1');
+    const s2 = { ...session('s2'), tenantId: 't2' };
+    for (const s of [s2, s1]) raw.prepare('INSERT INTO sessions VALUES (?, ?, ?, ?)').run(s.id, s.tenantId ?? null, s.createdAt, JSON.stringify(s));
+    const ins = raw.prepare('INSERT INTO log VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    const e1 = events('s1', 1, 3);
+    ins.run('s1', 1, 2, 1, JSON.stringify(e1.slice(0, 2)), JSON.stringify([mail('a')]), null, JSON.stringify(snapshot(1)));
+    ins.run('s2', 1, 1, 0, JSON.stringify(events('s2', 1, 1)), null, null, null);
+    ins.run('s1', 2, 3, 2, JSON.stringify(e1.slice(2)), JSON.stringify([mail('b')]), JSON.stringify([{ callId: 'c1', tool: 't' }]), JSON.stringify(snapshot(2)));
+    const ap = approval('s1', 'ap1');
+    raw.prepare('INSERT INTO approvals VALUES (?, ?, ?, ?, NULL)').run('ap1', 's1', 'pending', JSON.stringify(ap));
+    raw.close();
+    const store = createSqliteStore({ path });
+    expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect(store.listSessions().map((s) => s.id)).toEqual(['s2', 's1']);
+    expect(store.listSessions({ tenantId: 't2' }).map((s) => s.id)).toEqual(['s2']);
+    expect(store.readEvents('s1', 0)).toEqual(e1);
+    expect(store.readEvents('s2', 0).map((e) => e.seq)).toEqual([1]);
+    expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b')]);
+    expect(store.readExecutions('s1')).toEqual([{ callId: 'c1', tool: 't' }]);
+    expect(store.loadSnapshot('s1')).toEqual(snapshot(2));
+    expect(store.getApproval('ap1')?.status).toBe('pending');
+    // The migrated log continues: commit 3 of s1 follows.
+    store.commit('s1', { events: events('s1', 4, 1), mailbox: [mail('c')] });
+    expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4]);
+    expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
+    store.close();
   });
 
   it('store:sqlite:migrate-v1 — a version 1 file (one row per event) opens with every event, mailbox entry and execution in order', () => {

@@ -169,6 +169,10 @@ export function runStoreSuite(name: string, make: Make, reopen?: Reopen): void {
         // A record for another id does not create anything.
         await expectCode(() => store.commit('other', { session: session('not-other'), events: events('other', 1, 1) }), 'store.session_not_found');
         expect(await store.getSession('other')).toBeUndefined();
+        // The record of a session that exists changes nothing of it: the commit continues its log.
+        await store.commit('born', { session: session('born', 'tenant-y'), events: events('born', 3, 1) });
+        expect(await store.getSession('born')).toEqual(rec);
+        expect((await store.readEvents('born', 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
       });
 
       describe('atomicity: a rejected commit writes nothing', () => {
