@@ -9,15 +9,26 @@
 import type { SessionRecord, SessionStore, StepCommit, PersistedSession } from '../machines/ports.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
 
-interface Buffer {
-  session?: SessionRecord;
-  events: SessionEvent[];
-  mailbox: MailboxEntry[];
-  executions: ExecutionRecord[];
-  approvals: ApprovalRecord[];
-  snapshot?: PersistedSession;
+/** What one write will hold (a class: one shape, whatever the steps carried). */
+class Buffer {
+  session: SessionRecord | undefined = undefined;
+  events: SessionEvent[] = [];
+  mailbox: MailboxEntry[] = [];
+  executions: ExecutionRecord[] = [];
+  approvals: ApprovalRecord[] = [];
+  snapshot: PersistedSession | undefined = undefined;
   /** The session's last seq before the buffer's first event (restored if the write fails). */
-  firstSeq: number;
+  constructor(readonly firstSeq: number) {}
+
+  add(step: StepCommit): void {
+    const { events, mailbox, executions, approvals } = step;
+    if (events) for (let i = 0; i < events.length; i++) this.events.push(events[i]!);
+    if (mailbox) for (let i = 0; i < mailbox.length; i++) this.mailbox.push(mailbox[i]!);
+    if (executions) for (let i = 0; i < executions.length; i++) this.executions.push(executions[i]!);
+    if (approvals) for (let i = 0; i < approvals.length; i++) this.approvals.push(approvals[i]!);
+    if (step.snapshot) this.snapshot = step.snapshot;
+    if (step.session) this.session = step.session;
+  }
 }
 
 export class GroupCommit {
@@ -44,26 +55,12 @@ export class GroupCommit {
   /** Buffer a step whose events already carry their seqs; `firstSeq` is the last seq before them. */
   add(step: StepCommit, firstSeq: number): void {
     this.throwIfFailed();
-    const b = this.buffer;
+    let b = this.buffer;
     if (!b) {
-      this.buffer = {
-        ...(step.session ? { session: step.session } : {}),
-        events: step.events ? step.events.slice() : [],
-        mailbox: step.mailbox?.slice() ?? [],
-        executions: step.executions?.slice() ?? [],
-        approvals: step.approvals?.slice() ?? [],
-        ...(step.snapshot ? { snapshot: step.snapshot } : {}),
-        firstSeq,
-      };
+      b = this.buffer = new Buffer(firstSeq);
       this.timer = setImmediate(this.flushSoon);
-      return;
     }
-    if (step.events) for (const e of step.events) b.events.push(e);
-    if (step.mailbox) for (const m of step.mailbox) b.mailbox.push(m);
-    if (step.executions) for (const x of step.executions) b.executions.push(x);
-    if (step.approvals) for (const a of step.approvals) b.approvals.push(a);
-    if (step.snapshot) b.snapshot = step.snapshot;
-    if (step.session) b.session = step.session;
+    b.add(step);
   }
 
   /** Whether user-visible parts wait in the buffer. */
