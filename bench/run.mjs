@@ -129,14 +129,13 @@ console.log(`turnstate bench: ${jobs.length} jobs${QUICK ? ' (quick)' : ''}, ${p
 // Passivation runs are not timed per turn: they go to the memory lane. Quick run (a smoke test, not a
 // measurement): half the suites go to the memory lane too, to finish sooner.
 const suiteJobs = jobs.filter((j) => j.kind === 'suite');
-// The turn-overhead jobs the tight budgets compare (turnstate on both stores, the XState loop) run
-// first, alone on the machine: the memory lane's SQLite passivation writes hundreds of MB, and
-// I/O next door slows the SQLite store's system calls, not the memory store's (it skewed the
-// SQLite / memory ratio by ~40% in one run).
-const QUIET = new Set(['xstate:actor', 'turnstate:memory', 'turnstate:sqlite']);
-const isQuiet = (j) => j.kind === 'pair' || (j.kind === 'perf' && QUIET.has(`${j.args[1]}:${j.args[2]}`));
-const quietJobs = TWO_LANES ? jobs.filter(isQuiet) : [];
-const timingJobs = [...jobs.filter((j) => j.kind === 'perf' && !quietJobs.includes(j)), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 1) : suiteJobs)];
+// Every turn-overhead job (turnstate, the XState loop, the peers, and the paired store run) runs
+// first, alone on the machine: the memory lane's SQLite passivation writes hundreds of MB, and that
+// I/O next door slowed whatever ran beside it (the SQLite store's system calls most: it skewed the
+// SQLite / memory ratio by ~40% in one run). Every variant a budget compares then runs in the same
+// conditions.
+const quietJobs = TWO_LANES ? jobs.filter((j) => j.kind === 'perf' || j.kind === 'pair') : [];
+const timingJobs = [...jobs.filter((j) => (j.kind === 'perf' || j.kind === 'pair') && !quietJobs.includes(j)), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 1) : suiteJobs)];
 const memoryJobs = [...jobs.filter((j) => j.kind === 'mem' || j.kind === 'passivation'), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 0) : [])];
 // Component suites may use both cores (the fan-out suite runs its subscribers in a second process);
 // their figures are ratios to raw baselines measured in the same process.
@@ -295,7 +294,7 @@ lines.push('Framework overhead per turn and memory per session, turnstate side b
 lines.push(`Command: \`${cmdline}\` (from the repository root; builds \`dist/\`, installs \`bench/\`'s own dependencies, runs \`node bench/run.mjs${QUICK ? ' --quick' : ''}\`).`, '');
 lines.push(table(['', ''], [
   ['date', startedAt.toISOString()],
-  ['machine', `${cpuModel}, ${cpus().length} cores, ${Math.round(totalmem() / 1073741824)} GB RAM; each variant in its own process, ${TWO_LANES ? `pinned with \`taskset\`, first ${[...QUIET].map((v) => `\`${v}\``).join(', ')} turn overhead alone on core ${CPU} (core ${CPU2} idle), then in two lanes side by side: ${QUICK ? 'turn overhead and half the component suites' : 'the other turn overheads, then the component suites'} one after another on core ${CPU}, ${QUICK ? 'memory, passivation and the other suites' : 'memory per session and passivation'} one after another on core ${CPU2}; the component suites may use both cores (the fan-out suite runs its subscribers in a second process)` : HAVE_TASKSET ? `pinned to core ${CPU} with \`taskset\`, one after another` : 'not pinned (no taskset)'}`],
+  ['machine', `${cpuModel}, ${cpus().length} cores, ${Math.round(totalmem() / 1073741824)} GB RAM; each variant in its own process, ${TWO_LANES ? `pinned with \`taskset\`, first every turn-overhead run alone on core ${CPU} (core ${CPU2} idle), then in two lanes side by side: ${QUICK ? 'half the component suites' : 'the component suites'} one after another on core ${CPU}, ${QUICK ? 'memory, passivation and the other suites' : 'memory per session and passivation'} one after another on core ${CPU2}; the component suites may use both cores (the fan-out suite runs its subscribers in a second process)` : HAVE_TASKSET ? `pinned to core ${CPU} with \`taskset\`, one after another` : 'not pinned (no taskset)'}`],
   ['node', process.version],
   ['turnstate', `${gitRev || 'working tree'} (\`dist/\` as built when the run started)`],
   ['peers', pkgVersions],
