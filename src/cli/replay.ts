@@ -113,7 +113,14 @@ export async function runReplayCommand(argv: string[], out: (s: string) => void 
     return 2;
   }
   let result: ReplayResult;
-  const store = createSqliteStore({ path: parsed.db });
+  let store: ReturnType<typeof createSqliteStore>;
+  try {
+    // Read-only: safe beside a server that is writing the file, and never migrates it under that server.
+    store = createSqliteStore({ path: parsed.db, readonly: true });
+  } catch (e) {
+    err(`turnstate replay: ${e instanceof Error ? e.message : String(e)}\n`);
+    return 2;
+  }
   try {
     const options: ReplayOptions = parsed.setup ? { setup: await loadSetup(parsed.setup) } : {};
     result = parsed.script

@@ -26,7 +26,9 @@ export type StoreErrorCode =
   | 'store.closed'
   | 'store.write_failed'
   | 'store.open_failed'
-  | 'store.schema_too_new';
+  | 'store.schema_too_new'
+  | 'store.schema_too_old'
+  | 'store.read_only';
 
 export function storeError(code: StoreErrorCode, message: string, details?: Record<string, unknown>): TurnstateError {
   return new TurnstateError(code, message, details === undefined ? undefined : { details });

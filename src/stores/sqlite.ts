@@ -42,6 +42,12 @@ export interface SqliteStoreOptions {
    * shared-memory system calls (about a quarter of a commit's cost). Default false.
    */
   exclusive?: boolean;
+  /**
+   * Open for reading only (the file must exist): nothing is written and no migration runs, so a
+   * live server's file can be read beside it (`turnstate replay` does). A file of another schema
+   * version is refused; every write throws `store.read_only`. Default false.
+   */
+  readonly?: boolean;
 }
 
 /** What an open SQLite store runs with (for operators and tests). */
@@ -52,6 +58,8 @@ export interface SqliteStoreInfo {
   synchronous: 'normal' | 'full';
   /** 'normal' or 'exclusive' (see SqliteStoreOptions.exclusive). */
   lockingMode: string;
+  /** Opened with `readonly: true`. */
+  readonly: boolean;
   schemaVersion: number;
 }
 
@@ -242,6 +250,38 @@ function parseAll<T>(bodies: unknown[]): T[] {
   return out;
 }
 
+function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'full'): void {
+  // Exclusive before WAL: the WAL index then lives in process memory, not a -shm file.
+  if (options.exclusive === true) db.pragma('locking_mode = EXCLUSIVE');
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${sync === 'full' ? 'FULL' : 'NORMAL'}`);
+  // Checkpoint the WAL every ~32 MB instead of ~4 MB: the log's last pages are rewritten many
+  // times between checkpoints and copied to the file once each.
+  db.pragma('wal_autocheckpoint = 8000');
+  migrateSqlite(db);
+}
+
+/** A read-only store reads exactly this version's schema: it cannot migrate a file. */
+function checkReadableVersion(db: Db): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SQLITE_SCHEMA_VERSION) {
+    throw storeError(
+      'store.schema_too_new',
+      `${db.name}: schema version ${version} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
+      { path: db.name, version },
+    );
+  }
+  if (version < SQLITE_SCHEMA_VERSION) {
+    throw storeError(
+      'store.schema_too_old',
+      version === 0
+        ? `${db.name} is not a turnstate store (it has no schema version)`
+        : `${db.name}: schema version ${version} is older than this turnstate's ${SQLITE_SCHEMA_VERSION}, and a read-only store does not migrate; open it once for writing (e.g. with the server that uses it, upgraded) first`,
+      { path: db.name, version },
+    );
+  }
+}
+
 /** Opens (or creates) a SQLite store at `path` (kind 'sqlite'). */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionStore {
   if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
@@ -251,9 +291,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   if (sync !== 'normal' && sync !== 'full') {
     throw storeError('store.invalid_argument', `createSqliteStore: synchronous must be 'normal' or 'full', got ${JSON.stringify(sync)}`);
   }
+  const readonly = options.readonly === true;
   let db: Db;
   try {
-    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000 });
+    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000, readonly, fileMustExist: readonly });
   } catch (err) {
     throw new TurnstateError('store.open_failed', `cannot open SQLite store ${options.path}: ${(err as Error).message}`, {
       cause: err,
@@ -261,18 +302,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     });
   }
   try {
-    // Exclusive before WAL: the WAL index then lives in process memory, not a -shm file.
-    if (options.exclusive === true) db.pragma('locking_mode = EXCLUSIVE');
-    db.pragma('journal_mode = WAL');
-    db.pragma(`synchronous = ${sync === 'full' ? 'FULL' : 'NORMAL'}`);
-    // Checkpoint the WAL every ~32 MB instead of ~4 MB: hot pages (index leaves, the table's
-    // tail) are rewritten many times between checkpoints and copied to the file once each.
-    db.pragma('wal_autocheckpoint = 8000');
-    migrateSqlite(db);
+    if (readonly) checkReadableVersion(db);
+    else openForWriting(db, options, sync);
   } catch (err) {
     db.close();
     throw err;
   }
+
 
   const q = <R = unknown>(sql: string): Statement<unknown[], R> => db.prepare<unknown[], R>(sql);
 
@@ -404,6 +440,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const open = (): void => {
     if (closed) throw storeClosed('sqlite');
   };
+  const writable = (what: string): void => {
+    open();
+    if (readonly) throw storeError('store.read_only', `${what} refused: the SQLite store ${options.path} was opened read-only`, { path: options.path });
+  };
 
   return {
     kind: 'sqlite',
@@ -411,7 +451,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     groupCommit: true,
 
     createSession(record) {
-      open();
+      writable('createSession');
       checkRecord(record);
       try {
         insertSession.run(record.id, record.tenantId ?? null, record.createdAt, JSON.stringify(record));
@@ -435,13 +475,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     },
 
     deleteSession(id) {
-      open();
+      writable('deleteSession');
       heads.delete(id);
       deleteTx.immediate(id);
     },
 
     commit(sessionId, step) {
-      open();
+      writable('commit');
       try {
         const h = commitTx.immediate(sessionId, step);
         if (heads.size >= HEAD_CACHE_MAX && !heads.has(sessionId)) heads.clear();
@@ -527,7 +567,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     },
 
     resolveApproval(approvalId, resolution) {
-      open();
+      writable('resolveApproval');
       checkResolution(approvalId, resolution);
       return resolveTx.immediate(approvalId, resolution.decision, JSON.stringify(resolution));
     },
@@ -546,6 +586,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         journalMode: db.pragma('journal_mode', { simple: true }) as string,
         synchronous: level >= 2 ? 'full' : 'normal',
         lockingMode: db.pragma('locking_mode', { simple: true }) as string,
+        readonly,
         schemaVersion: db.pragma('user_version', { simple: true }) as number,
       };
     },

@@ -2,7 +2,7 @@
  * `turnstate replay <db> <session> [--script new.json] [--setup module] [--json]`: prints the
  * path and the diff; exit code 0 identical, 1 diverged, 2 bad usage.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +71,24 @@ describe('turnstate replay', () => {
     expect(out.identical).toBe(true);
     expect(out.recorded.turns).toHaveLength(2);
     expect(out.diff.differences).toEqual([]);
+  });
+
+  it('replay:cli:live-file — replays from a file a running store is writing (read-only: it writes and migrates nothing)', async () => {
+    const file = join(dir, 'live.db');
+    copyFileSync(db, file);
+    const live = createSqliteStore({ path: file });
+    try {
+      const before = live.lastSeq('trip');
+      const r = await run([file, 'trip']);
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('identical');
+      // The writer goes on committing while and after the replay read the file.
+      live.commit('trip', { events: [{ seq: before + 1, sessionId: 'trip', turnId: 'turn_x', at: new Date(0).toISOString(), type: 'turn.started', actor: 'front', input: { text: 'later' } } as never] });
+      expect(live.lastSeq('trip')).toBe(before + 1);
+    } finally {
+      live.close();
+    }
   });
 
   it('replay:cli:usage — bad usage, a missing file and an unknown session exit 2 with a clear message', async () => {

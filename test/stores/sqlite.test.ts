@@ -63,6 +63,7 @@ describe('sqlite store specifics', () => {
       journalMode: 'wal',
       synchronous: 'normal',
       lockingMode: 'normal',
+      readonly: false,
       schemaVersion: SQLITE_SCHEMA_VERSION,
     });
     store.close();
@@ -179,6 +180,47 @@ describe('sqlite store specifics', () => {
     expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4]);
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
     store.close();
+  });
+
+  it('store:sqlite:readonly — a read-only store reads a file another store is writing, sees each commit as it lands, and refuses every write', () => {
+    const path = fresh();
+    const writer = createSqliteStore({ path });
+    writer.createSession(session('s1'));
+    writer.commit('s1', { events: events('s1', 1, 2), mailbox: [mail('a')], approvals: [approval('s1', 'ap1')], snapshot: snapshot(1) });
+    const reader = createSqliteStore({ path, readonly: true });
+    expect(reader.info().readonly).toBe(true);
+    expect(reader.readEvents('s1', 0).map((e) => e.seq)).toEqual([1, 2]);
+    writer.commit('s1', { events: events('s1', 3, 1) });
+    expect(reader.readEvents('s1', 2).map((e) => e.seq)).toEqual([3]);
+    expect(reader.lastSeq('s1')).toBe(3);
+    expect(reader.readMailbox('s1')).toEqual([mail('a')]);
+    expect(reader.loadSnapshot('s1')).toEqual(snapshot(1));
+    expect(codeOf(() => reader.commit('s1', { events: events('s1', 4, 1) }))).toBe('store.read_only');
+    expect(codeOf(() => reader.createSession(session('s2')))).toBe('store.read_only');
+    expect(codeOf(() => reader.deleteSession('s1'))).toBe('store.read_only');
+    expect(codeOf(() => reader.resolveApproval('ap1', resolution('approved')))).toBe('store.read_only');
+    // Nothing of the refused writes reached the file.
+    expect(writer.lastSeq('s1')).toBe(3);
+    expect(writer.getSession('s2')).toBeUndefined();
+    expect(writer.getApproval('ap1')?.status).toBe('pending');
+    reader.close();
+    writer.close();
+  });
+
+  it('store:sqlite:readonly-version — read-only, a missing file, an older schema or a file that is not a store is refused by name, and nothing is migrated', () => {
+    expect(codeOf(() => createSqliteStore({ path: join(dir, 'missing.db'), readonly: true }))).toBe('store.open_failed');
+    expect(existsSync(join(dir, 'missing.db'))).toBe(false);
+    const old = fresh();
+    const raw = new Database(old);
+    raw.exec('CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL); PRAGMA user_version = 2;');
+    raw.close();
+    expect(codeOf(() => createSqliteStore({ path: old, readonly: true }))).toBe('store.schema_too_old');
+    const check = new Database(old, { readonly: true });
+    expect(check.pragma('user_version', { simple: true })).toBe(2);
+    check.close();
+    const other = fresh();
+    new Database(other).exec('CREATE TABLE t (x)');
+    expect(codeOf(() => createSqliteStore({ path: other, readonly: true }))).toBe('store.schema_too_old');
   });
 
   it('store:sqlite:migrate-v1 — a version 1 file (one row per event) opens with every event, mailbox entry and execution in order', () => {
