@@ -8,6 +8,8 @@ export interface ServeArgs {
   host: string;
   dataDir: string;
   script?: string;
+  /** Browser origins besides the server's own whose pages may open the WebSocket. */
+  allowedOrigins?: string[];
 }
 
 export type Command = { kind: 'serve'; args: ServeArgs } | { kind: 'help'; text: string } | { kind: 'version' };
@@ -31,13 +33,16 @@ Options for serve:
   --host <addr>     Address to bind (default 127.0.0.1; env HOST)
   --data-dir <dir>  Directory of the SQLite store (default .data; env TURNSTATE_DATA_DIR)
   --script <file>   Play this ScriptedModel script (JSON) instead of the travel desk's
+  --allow-origin <origins>
+                    Comma-separated browser origins (https://app.example.com) whose pages may
+                    open the WebSocket besides the server's own (env TURNSTATE_ALLOWED_ORIGINS)
   -h, --help        Show this help
   -v, --version     Show the version
 
 The model: Claude when ANTHROPIC_API_KEY is set, else the travel desk's ScriptedModel
 (or the --script file).`;
 
-const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script']);
+const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin']);
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
   const [command, ...rest] = argv;
@@ -75,5 +80,18 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   };
   const script = values.get('script');
   if (script !== undefined) args.script = script;
+  const origins = values.get('allow-origin') ?? env['TURNSTATE_ALLOWED_ORIGINS'];
+  if (origins !== undefined && origins.trim() !== '') {
+    args.allowedOrigins = origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
+    for (const o of args.allowedOrigins) {
+      let ok = false;
+      try {
+        ok = new URL(o).origin === o.replace(/\/$/, '');
+      } catch {
+        ok = false;
+      }
+      if (!ok) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
+    }
+  }
   return { kind: 'serve', args };
 }

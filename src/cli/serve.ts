@@ -118,7 +118,12 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const transports: HttpTransport[] = [
     healthTransport(),
     createAapTransport({ runtime, authenticate, agents: app.agents }),
-    createStreamsTransport({ runtime, authenticate, ...(existsSync(webRoot) ? { webRoot } : {}) }),
+    createStreamsTransport({
+      runtime,
+      authenticate,
+      ...(existsSync(webRoot) ? { webRoot } : {}),
+      ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
+    }),
   ];
   let server: RunningServer;
   try {

@@ -11,6 +11,10 @@ describe('turnstate arguments', () => {
       args: { port: 0, host: '0.0.0.0', dataDir: '/tmp/x', script: 's.json' },
     });
     expect(parseArgs(['serve'], { PORT: '9000', TURNSTATE_DATA_DIR: 'd' })).toMatchObject({ args: { port: 9000, dataDir: 'd' } });
+    expect(parseArgs(['serve', '--allow-origin', 'https://app.example.com, http://localhost:5173'], {})).toMatchObject({
+      args: { allowedOrigins: ['https://app.example.com', 'http://localhost:5173'] },
+    });
+    expect(parseArgs(['serve'], { TURNSTATE_ALLOWED_ORIGINS: 'https://a.example' })).toMatchObject({ args: { allowedOrigins: ['https://a.example'] } });
     expect(parseArgs([], {}).kind).toBe('help');
     expect(parseArgs(['serve', '--help'], {}).kind).toBe('help');
   });
@@ -22,6 +26,8 @@ describe('turnstate arguments', () => {
     expect(() => parseArgs(['serve', '--port', 'abc'], {})).toThrow(/--port must be an integer/);
     expect(() => parseArgs(['serve', '--port', '70000'], {})).toThrow(/--port must be an integer/);
     expect(() => parseArgs(['serve', 'extra'], {})).toThrow(/unexpected argument "extra"/);
+    expect(() => parseArgs(['serve', '--allow-origin', 'https://app.example.com/chat'], {})).toThrow(/--allow-origin: "https:\/\/app.example.com\/chat" is not an origin/);
+    expect(() => parseArgs(['serve', '--allow-origin', 'app.example.com'], {})).toThrow(/is not an origin/);
   });
 
   it('cli:auth — without keys everyone is the local user; with keys a bearer token is required and maps to its principal', async () => {

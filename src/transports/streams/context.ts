@@ -35,6 +35,8 @@ export interface StreamsContext {
   authenticate: Authenticate | undefined;
   codec: EventCodec;
   limits: StreamsLimits;
+  /** Browser origins allowed to open a WebSocket besides the server's own (see allowedOrigins). */
+  allowedOrigins: ReadonlySet<string> | '*';
   connections: Set<StreamConnection>;
   /** One runtime subscription per followed session, shared by its local followers. */
   hubs: Map<string, SessionHub>;

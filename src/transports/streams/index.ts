@@ -36,6 +36,14 @@ export interface StreamsTransportOptions {
   retryMs?: number;
   /** Largest WebSocket client frame (default 64 KiB); 16 times this closes the connection with 1009. */
   maxFrameBytes?: number;
+  /**
+   * Browser origins (`https://app.example.com`) whose pages may open `/ws`, besides the server's
+   * own origin; `'*'` allows any. A WebSocket is not covered by CORS: without this check a page
+   * on any site could open one with the user's cookies. An upgrade whose `Origin` is neither the
+   * server's own (its `Host`) nor listed is refused with 403. Clients that send no `Origin`
+   * (servers, CLIs) are not browsers and are let through to the authentication hook.
+   */
+  allowedOrigins?: readonly string[] | '*';
 }
 
 export interface StreamsStats {
@@ -63,6 +71,7 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
       retryMs: positive(opts.retryMs, 'retryMs') ?? 2_000,
       maxFrameBytes: positive(opts.maxFrameBytes, 'maxFrameBytes') ?? 64 * 1024,
     },
+    allowedOrigins: originPolicy(opts.allowedOrigins),
     connections: new Set<StreamConnection>(),
     hubs: new Map(),
     counters: { slowDisconnects: 0, closedPeakHeldBytes: 0 },
@@ -147,4 +156,25 @@ function positive(v: number | undefined, name: string): number | undefined {
   if (v === undefined) return undefined;
   if (!Number.isFinite(v) || v <= 0) throw new TypeError(`createStreamsTransport: ${name} must be a positive number, got ${v}`);
   return v;
+}
+
+/** Validates `allowedOrigins` once: each entry must be a bare origin (scheme://host[:port]). */
+function originPolicy(allowed: readonly string[] | '*' | undefined): ReadonlySet<string> | '*' {
+  if (allowed === '*') return '*';
+  if (allowed === undefined) return new Set();
+  if (!Array.isArray(allowed)) throw new TypeError(`allowedOrigins must be an array of origins or '*', got ${JSON.stringify(allowed)}`);
+  const out = new Set<string>();
+  for (const o of allowed) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(String(o)).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (origin === undefined || origin === 'null' || origin !== String(o).replace(/\/$/, '')) {
+      throw new TypeError(`allowedOrigins: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path), e.g. "https://app.example.com"`);
+    }
+    out.add(origin);
+  }
+  return out;
 }

@@ -2,8 +2,10 @@
  * `/ws`: session events over WebSocket, subprotocol `turnstate.v1` (see frames.ts).
  *
  * Contract:
- * - The upgrade is refused (HTTP 400) without the `turnstate.v1` subprotocol and with the
- *   authentication hook's status (401/403) when it refuses; the principal is fixed per connection.
+ * - The upgrade is refused (HTTP 400) without the `turnstate.v1` subprotocol, with 403 when a
+ *   browser's `Origin` is neither the server's own nor allowed (cross-site WebSocket hijacking),
+ *   and with the authentication hook's status (401/403) when it refuses; the principal is fixed
+ *   per connection.
  * - One connection may subscribe to several sessions; all share one bounded buffer. A slow
  *   connection is closed with 4008 and resumes each session with `resumeFrom`.
  * - Client frames are handled in order. A bad frame is answered with an `error` frame naming the
@@ -62,6 +64,15 @@ export function createWebSocketEndpoint(ctx: StreamsContext): WebSocketEndpoint 
       if (!offered.includes(SUBPROTOCOL)) {
         return rejectUpgrade(socket, 400, 'subprotocol.required', `the WebSocket subprotocol '${SUBPROTOCOL}' is required (Sec-WebSocket-Protocol)`);
       }
+      const origin = forbiddenOrigin(ctx, req);
+      if (origin !== undefined) {
+        return rejectUpgrade(
+          socket,
+          403,
+          'origin.forbidden',
+          `a page from ${origin} may not open this WebSocket: only the server's own origin and the transport's allowedOrigins may`,
+        );
+      }
       socket.on('error', () => socket.destroy());
       void authenticate(ctx, req).then(
         (auth) => {
@@ -79,6 +90,28 @@ export function createWebSocketEndpoint(ctx: StreamsContext): WebSocketEndpoint 
       wss.close();
     },
   };
+}
+
+/**
+ * The request's `Origin` when a browser page of another origin sent it and it is not allowed;
+ * undefined when the upgrade may go on (no Origin: not a browser; the server's own origin, compared
+ * by host and port with `Host`; or an allowed one).
+ */
+function forbiddenOrigin(ctx: StreamsContext, req: IncomingMessage): string | undefined {
+  const origin = req.headers.origin;
+  if (origin === undefined || ctx.allowedOrigins === '*') return undefined;
+  let host: string | undefined;
+  let normalized = origin;
+  try {
+    const u = new URL(origin);
+    host = u.host;
+    normalized = u.origin;
+  } catch {
+    return origin; // `null` (sandboxed pages, file://) or garbage: never the server's own
+  }
+  if (host !== undefined && host === req.headers.host) return undefined;
+  if (ctx.allowedOrigins.has(normalized)) return undefined;
+  return origin;
 }
 
 async function authenticate(

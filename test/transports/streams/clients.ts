@@ -98,10 +98,16 @@ export class WsClient {
     });
   }
 
-  static connect(url: string, opts: { token?: string; protocols?: string[]; maxPayload?: number } = {}): Promise<WsClient> {
+  static connect(url: string, opts: { token?: string; protocols?: string[]; maxPayload?: number; origin?: string } = {}): Promise<WsClient> {
     const headers: Record<string, string> = {};
     if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-    const ws = new WebSocket(url, opts.protocols ?? ['turnstate.v1'], { headers, perMessageDeflate: false, ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}) });
+    const ws = new WebSocket(url, opts.protocols ?? ['turnstate.v1'], {
+      headers,
+      perMessageDeflate: false,
+      ...(opts.maxPayload ? { maxPayload: opts.maxPayload } : {}),
+      // What a browser sends: the page's origin.
+      ...(opts.origin !== undefined ? { origin: opts.origin } : {}),
+    });
     const client = new WsClient(ws);
     return new Promise((resolve, reject) => {
       ws.once('open', () => resolve(client));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalRecord, Principal, SessionEvent } from '../../../src/types.js';
 import { createTravelRuntime, serve, type Served } from './app.js';
 import { WsClient } from './clients.js';
+import { createStreamsTransport } from '../../../src/transports/streams/index.js';
 
 const ACME = 'acme:ann';
 const ann: Principal = { tenantId: 'acme', userId: 'ann' };
@@ -53,6 +54,28 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     );
     expect(err?.status).toBe(401);
     expect(JSON.parse(err!.body!).error.code).toBe('auth.unauthenticated');
+  });
+
+  it('ws:origin — a browser page of another origin is refused with 403 (cross-site WebSocket hijacking); the server\'s own origin and clients without Origin connect', async () => {
+    for (const origin of ['https://evil.example', 'http://127.0.0.1:1', 'null']) {
+      const err = await WsClient.connect(srv.wsUrl, { token: ACME, origin }).then(
+        () => undefined,
+        (e: { status?: number; body?: string }) => e,
+      );
+      expect(err?.status, origin).toBe(403);
+      expect(JSON.parse(err!.body!).error).toEqual({ code: 'origin.forbidden', message: expect.stringContaining(origin) });
+    }
+    const own = await WsClient.connect(srv.wsUrl, { token: ACME, origin: srv.base });
+    clients.push(own);
+    expect(own.ws.protocol).toBe('turnstate.v1');
+    const noOrigin = await connect();
+    expect(noOrigin.ws.protocol).toBe('turnstate.v1');
+    // The origin check comes before authentication: a forbidden page learns nothing of the hook.
+    const anon = await WsClient.connect(srv.wsUrl, { origin: 'https://evil.example' }).then(
+      () => undefined,
+      (e: { status?: number }) => e,
+    );
+    expect(anon?.status).toBe(403);
   });
 
   it('ws:subscribe — subscribed (with lastSeq) comes first, then every event as {type:event, sessionId, seq, event}', async () => {
@@ -252,5 +275,39 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     await own.transport.close();
     expect(await c.closed()).toBe(1001);
     await own.close();
+  });
+});
+
+describe('streams: WebSocket allowedOrigins', () => {
+  it('ws:origin:allowed — allowedOrigins lets listed pages in (and \'*\' any); an entry that is not an origin is refused when the transport is created', async () => {
+    const srv = await serve(createTravelRuntime(), { transport: { allowedOrigins: ['https://app.example.com'] } });
+    const opened: WsClient[] = [];
+    try {
+      opened.push(await WsClient.connect(srv.wsUrl, { token: ACME, origin: 'https://app.example.com' }));
+      const other = await WsClient.connect(srv.wsUrl, { token: ACME, origin: 'https://app.example.com.evil.example' }).then(
+        () => undefined,
+        (e: { status?: number }) => e,
+      );
+      expect(other?.status).toBe(403);
+    } finally {
+      for (const c of opened) c.ws.terminate();
+      await srv.close();
+    }
+    const any = await serve(createTravelRuntime(), { transport: { allowedOrigins: '*' } });
+    try {
+      const c = await WsClient.connect(any.wsUrl, { token: ACME, origin: 'https://anywhere.example' });
+      expect(c.ws.protocol).toBe('turnstate.v1');
+      c.ws.terminate();
+    } finally {
+      await any.close();
+    }
+    const runtime = createTravelRuntime();
+    try {
+      for (const bad of [['https://app.example.com/path'], ['app.example.com'], 'everyone']) {
+        expect(() => createStreamsTransport({ runtime, allowedOrigins: bad as never })).toThrow(/allowedOrigins/);
+      }
+    } finally {
+      await runtime.close();
+    }
   });
 });
