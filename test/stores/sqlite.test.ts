@@ -198,7 +198,7 @@ describe('sqlite store specifics', () => {
     expect(codeOf(() => reader.commit('s1', { events: events('s1', 4, 1) }))).toBe('store.read_only');
     expect(codeOf(() => reader.createSession(session('s2')))).toBe('store.read_only');
     expect(codeOf(() => reader.deleteSession('s1'))).toBe('store.read_only');
-    expect(codeOf(() => reader.resolveApproval('ap1', resolution('approved')))).toBe('store.read_only');
+    expect(codeOf(() => reader.resolveApproval('ap1', resolution('approved', 'u')))).toBe('store.read_only');
     // Nothing of the refused writes reached the file.
     expect(writer.lastSeq('s1')).toBe(3);
     expect(writer.getSession('s2')).toBeUndefined();
