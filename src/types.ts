@@ -227,6 +227,11 @@ export type SessionEventBody =
   | { type: 'turn.started'; actor: string; input: InboundMessage }
   | { type: 'part.delta'; callId: string; index: number; partType?: string; text: string }
   | { type: 'part.received'; callId: string; index: number; part: Part; turnState: string; actor: string }
+  /**
+   * The part.delta events of respond() call `callId` are void: the call was rejected, cut by an
+   * interrupt, or its response failed, and no part.received follows for it.
+   */
+  | { type: 'part.retracted'; callId: string; reason: 'rejected' | 'interrupted' | 'failed' }
   | { type: 'turnState.changed'; from: string; to: string; actor: string }
   | {
       type: 'tool.called';

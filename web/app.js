@@ -174,6 +174,15 @@ function apply(ev) {
     case 'part.received':
       renderPart(ev);
       break;
+    case 'part.retracted':
+      // The call's streamed text never became a part (rejected, interrupted or failed): take it back.
+      for (const [key, el] of state.parts) {
+        if (key.startsWith(`${ev.callId}/`)) {
+          el.remove();
+          state.parts.delete(key);
+        }
+      }
+      break;
     case 'turnState.changed':
       setTurn(ev.to);
       break;

@@ -733,6 +733,24 @@ export class SessionHost implements SessionHandle {
     }
   }
 
+  /**
+   * `part.retracted` for each respond() call whose part.delta events went out but that yields no
+   * parts (`kept` are the calls that do): streaming subscribers drop its provisional text.
+   */
+  private retractions(
+    t: ActiveTurn,
+    streamed: ReadonlySet<string> | null,
+    kept: readonly { block: ToolUseBlock }[],
+    reason: 'rejected' | 'interrupted' | 'failed',
+  ): SessionEvent[] {
+    const out: SessionEvent[] = [];
+    if (streamed === null) return out;
+    for (const callId of streamed) {
+      if (!kept.some((k) => k.block.id === callId)) out.push(this.event(t.turnId, { type: 'part.retracted', callId, reason }));
+    }
+    return out;
+  }
+
   /** One model call and everything it leads to. */
   private async step(t: ActiveTurn): Promise<void> {
     const actorName = this.ctx().actor ?? this.record.actor;
@@ -770,6 +788,9 @@ export class SessionHost implements SessionHandle {
     let content: ContentBlock[] = [];
     const respondBlocks = new Map<number, string>();
     const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
+    // respond() calls whose part.delta events went out: one that yields no parts is retracted.
+    // Created at the first delta (a response that arrives whole allocates nothing).
+    let streamed: Set<string> | null = null;
     // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
     // Other buffered records (a tool's result) ride the next write: the next side effect's
     // barrier, the settlement, or the end of this event-loop turn.
@@ -790,6 +811,7 @@ export class SessionHost implements SessionHandle {
                 callId,
                 parser: createRespondStreamParser((d) => {
                   if (!d.text && d.partType === undefined) return;
+                  (streamed ??= new Set()).add(callId);
                   const body: SessionEventBody = d.partType === undefined
                     ? { type: 'part.delta', callId, index: d.index, text: d.text }
                     : { type: 'part.delta', callId, index: d.index, partType: d.partType, text: d.text };
@@ -840,22 +862,27 @@ export class SessionHost implements SessionHandle {
         // What the cut response already applied (its ack reached the user) is recorded, so the
         // model sees what the user saw; the rest of the response never happened.
         const kept = applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState));
+        const retracted = this.retractions(t, streamed, kept, 'interrupted');
         if (kept.length) {
           const at = this.deps.clock.iso();
           const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
           for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
-          await this.commit({ mailbox: entries });
-        }
+          await this.commit({ mailbox: entries, ...(retracted.length ? { events: retracted } : {}) });
+        } else if (retracted.length) await this.commit({ events: retracted });
         this.tell({ type: 'INTERRUPTED' });
         return;
       }
       const me = err instanceof ModelError ? err : new ModelError('model.unknown', err instanceof Error ? err.message : String(err), { cause: err });
+      const retracted = this.retractions(t, streamed, applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState)), 'failed');
+      if (retracted.length) await this.commit({ events: retracted });
       await this.failWithPart(t, actorName, me.code, me.message, userFacingModelError(me), 'error');
       return;
     }
     t.abort = null;
     if (t.interrupted) {
       // A message joined after the call's last abort check: this response never saw it.
+      const retracted = this.retractions(t, streamed, applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState)), 'interrupted');
+      if (retracted.length) await this.commit({ events: retracted });
       this.tell({ type: 'INTERRUPTED' });
       return;
     }
@@ -895,7 +922,10 @@ export class SessionHost implements SessionHandle {
     }
     if (stateChange && this.deps.registries.turnStates.get(stateChange.result.call.turnState)?.meta.isTerminal) t.ending = true;
     const usageEvent = this.event(t.turnId, { type: 'model.usage', actor: actorName, usage, stopReason: stopReason as any });
-    await this.commit({ events: [usageEvent], mailbox: mailbox2 });
+    // Calls that will become parts: the accepted ones (a state change applies just below).
+    const retracted = streamed ? this.retractions(t, streamed, applied.filter((a) => a.result.ok), 'rejected') : [];
+    retracted.push(usageEvent);
+    await this.commit({ events: retracted, mailbox: mailbox2 });
 
     if (stateChange) {
       await this.applyRespond(t, actorName, stateChange.result, stateChange.block.id);

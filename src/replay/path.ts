@@ -97,6 +97,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
     switch (e.type) {
       case 'turn.started':
       case 'part.delta':
+      case 'part.retracted':
       case 'envelope.settled':
         break;
       case 'model.usage': {

@@ -94,6 +94,10 @@ describe('double-texting', () => {
     const deltas = rec.of('part.delta').map((d) => d.text).join('');
     expect(deltas.length).toBeGreaterThan(0);
     expect(deltas.length).toBeLessThan(longText.length);
+    // ... and is taken back: one part.retracted (interrupted) for the cut call, after its deltas.
+    const cutCall = rec.of('part.delta')[0]!.callId;
+    expect(rec.of('part.retracted').map((r) => [r.callId, r.reason])).toEqual([[cutCall, 'interrupted']]);
+    expect(rec.of('part.retracted')[0]!.seq).toBeGreaterThan(rec.of('part.delta').at(-1)!.seq);
     // One turn, one settlement; the second request carries the new message.
     expect(rec.of('turn.started')).toHaveLength(1);
     expect(scripted.requests).toHaveLength(2);

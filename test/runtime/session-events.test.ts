@@ -5,10 +5,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import { config as rxConfig, firstValueFrom, take, toArray } from 'rxjs';
-import type { SessionStore } from '../../src/machines/ports.js';
+import type { ModelEvent, ModelPort, SessionStore } from '../../src/machines/ports.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import type { SessionEvent } from '../../src/types.js';
+import { ModelError } from '../../src/errors.js';
+import { createRuntime } from '../../src/runtime.js';
 import { Recorder, addTool, answer, checkStream, harness, part, respond, sequence, toolUse } from './helpers.js';
 
 /** The memory store behind a macrotask per call: every read and write is really asynchronous. */
@@ -198,7 +200,7 @@ describe('part.delta with non-BMP text', () => {
 });
 
 describe('part.delta is provisional', () => {
-  it('events:delta:provisional — a streamed call that is then rejected publishes deltas but never a part.received; its text is not delivered', async () => {
+  it('events:delta:provisional — a streamed call that is then rejected publishes its deltas, then part.retracted (rejected), never a part.received', async () => {
     const { rt } = harness(
       sequence([
         { chunkSize: 6, blocks: [respond([part('response', 'This answer is rejected later.')], 'no-such-state', { id: 'toolu_rej' })] },
@@ -213,9 +215,37 @@ describe('part.delta is provisional', () => {
     expect(rejected.map((d) => d.text).join('')).toBe('This answer is rejected later.');
     expect(rec.of('part.received').filter((p) => p.callId === 'toolu_rej')).toEqual([]);
     expect(out.parts.map((p) => p.text)).toEqual(['Fixed answer.']);
-    // The model.usage of the rejected call follows its deltas: the point where a consumer knows the call produced no part.
+    // One part.retracted takes the call's text back, after its deltas and with the response's model.usage.
+    const retracted = rec.of('part.retracted');
+    expect(retracted.map((r) => [r.callId, r.reason])).toEqual([['toolu_rej', 'rejected']]);
     const usage = rec.of('model.usage')[0]!;
-    for (const d of rejected) expect(d.seq).toBeLessThan(usage.seq);
+    for (const d of rejected) expect(d.seq).toBeLessThan(retracted[0]!.seq);
+    expect(retracted[0]!.seq).toBeLessThan(usage.seq);
+    // A call that streamed and was accepted is never retracted.
+    const fixedCall = rec.of('part.received')[0]!.callId;
+    expect(retracted.some((r) => r.callId === fixedCall)).toBe(false);
+  });
+
+  it('events:delta:retracted-failed — deltas of a call whose model response fails mid-stream are retracted (failed) before the error settles the turn', async () => {
+    const model: ModelPort = {
+      name: 'breaks',
+      async *stream(): AsyncIterable<ModelEvent> {
+        yield { type: 'block.start', index: 0, block: { type: 'tool_use', id: 'toolu_cut', name: 'respond' } };
+        yield { type: 'input.delta', index: 0, partialJson: '{"parts":[{"text":"Half an ans' };
+        throw new ModelError('model.overloaded', 'the model is overloaded');
+      },
+    };
+    const rt = createRuntime({ model });
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a' });
+    const rec = new Recorder(s);
+    const out = await (await s.send('go')).settled;
+    expect(out.finalizedBy).toBe('error');
+    expect(rec.of('part.delta').map((d) => d.text).join('')).toBe('Half an ans');
+    const retracted = rec.of('part.retracted');
+    expect(retracted.map((r) => [r.callId, r.reason])).toEqual([['toolu_cut', 'failed']]);
+    expect(retracted[0]!.seq).toBeLessThan(rec.of('turn.settled')[0]!.seq);
+    expect(rec.of('part.received').some((p) => p.callId === 'toolu_cut')).toBe(false);
   });
 });
 

@@ -47,7 +47,15 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
   let page: Page;
   let profile: string;
   const sockets = new Set<Socket>();
-  const runtime = createRuntime({ model: paced(createScriptedModel(travelDeskScript()), 25) });
+  // The travel desk, plus one exchange where a streamed answer is rejected and taken back.
+  const hasty = 'A hasty answer that I take back.';
+  const retractable = (text: string, turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts: [{ text, metadata: { partType: 'response' } }], turnState } });
+  const script = travelDeskScript();
+  script.rules.unshift(
+    { id: 'hasty', when: { on: 'user', text: 'second thoughts' }, respond: { chunkSize: 6, blocks: [retractable(hasty, 'no-such-state')] } },
+    { id: 'considered', when: { on: 'rejection' }, respond: { blocks: [retractable('A considered answer.', 'complete')] } },
+  );
+  const runtime = createRuntime({ model: paced(createScriptedModel(script), 25) });
   const desk = createTravelDesk(runtime);
 
   const killConnections = (): number => {
@@ -195,6 +203,22 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     const height = await page.evaluate(() => document.documentElement.scrollHeight);
     await page.setViewportSize({ width: 900, height: height + 40 });
     await page.screenshot({ path: join(ARTIFACTS, 'demo-finished-turn.png') });
+  }, 60_000);
+
+  it('web:demo:retracted — a streamed answer that is rejected is shown while it streams, then taken back at its part.retracted', async () => {
+    await page.getByLabel('Message').fill('second thoughts');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+    const retracted = (await log()).filter((e) => e.type === 'part.retracted');
+    expect(retracted).toHaveLength(1);
+    const key = `${retracted[0]!.type === 'part.retracted' ? retracted[0]!.callId : ''}/0`;
+    // It was on the page while it streamed ...
+    expect((await renderLog()).some((r) => r.key === key)).toBe(true);
+    // ... and is gone now: the transcript is exactly the log's parts.
+    expect(await page.locator(`#transcript li.part[data-key="${key}"]`).count()).toBe(0);
+    await expect(page.locator('li.part-response').last().locator('.text').textContent()).resolves.toBe('A considered answer.');
+    expect(await page.locator('#transcript').textContent()).not.toContain(hasty.slice(0, 12));
+    await expectTranscriptMatchesLog();
   }, 60_000);
 
   it('web:static — content types, security headers, no directory traversal', async () => {

@@ -134,6 +134,13 @@ export class AapProjector {
       case 'part.received':
         this.#onPart(ev.callId, ev.index, ev.part);
         return;
+      case 'part.retracted': {
+        // AAP has no way to take text back: deltas already sent stay sent (documented); what was
+        // still held (its part type unknown) is dropped.
+        const prefix = `${ev.callId}\u0000`;
+        for (const key of this.#deltas.keys()) if (key.startsWith(prefix)) this.#deltas.delete(key);
+        return;
+      }
       case 'tool.called': {
         const key = callKey(ev.turnId, ev.callId);
         if (this.#hidden.has(ev.tool) || ev.routing === 'bypass') {

@@ -89,6 +89,8 @@ export function createEventCodec(partTypes: PartTypeRegistryApi): EventCodec {
           return drops(event.part.metadata.partType) ? undefined : event;
         case 'part.delta':
           return event.partType !== undefined && drops(event.partType) ? undefined : event;
+        case 'part.retracted':
+          return event;
         case 'envelope.settled': {
           const parts = event.envelope.parts;
           let any = false;

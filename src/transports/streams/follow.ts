@@ -191,6 +191,15 @@ class Follower implements Follow {
     } else if (event.type === 'part.received') {
       const key = partKey(event.callId, event.index);
       if (unresolved.delete(key) && codec.drops(event.part.metadata.partType)) dropped.add(key);
+    } else if (event.type === 'part.retracted') {
+      // Held deltas of a retracted call never go out (nor does anything need taking back).
+      const prefix = event.callId + '\u0000';
+      for (const key of unresolved) {
+        if (key.startsWith(prefix)) {
+          unresolved.delete(key);
+          dropped.add(key);
+        }
+      }
     } else if (event.type === 'turn.settled') {
       // Deltas of a call that never became parts (a rejected respond()) are discarded.
       for (const key of unresolved) dropped.add(key);

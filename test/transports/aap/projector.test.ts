@@ -74,6 +74,22 @@ describe('AapProjector', () => {
     ]);
   });
 
+  it('aap:map:delta-retracted — the held deltas of a retracted call (part type not known yet) never go out', () => {
+    const { items } = project(
+      [
+        delta('r1', 0, 'Hasty'),
+        ev({ type: 'part.retracted', callId: 'r1', reason: 'rejected' }),
+        delta('r2', 0, 'Fine', 'response'),
+        part('r2', 0, 'response', 'Fine.'),
+      ],
+      'delta',
+    );
+    expect(items).toEqual([
+      { kind: 'text_delta', delta: 'Fine' },
+      { kind: 'text_delta', delta: '.' },
+    ]);
+  });
+
   it('aap:map:delta-data-parts — deltas of a data-only or unknown part type never reach the client', () => {
     const { items } = project([delta('r1', 0, '{"a":', 'domain-data'), delta('r1', 1, 'pending'), part('r1', 0, 'domain-data', '')], 'delta');
     expect(items).toEqual([]);
