@@ -841,7 +841,12 @@ export class SessionHost implements SessionHandle {
             } else if (b.type === 'thinking') {
               const part: Part = { text: b.thinking, metadata: { partType: 'reasoning-trace' } };
               t.parts.push(part);
-              await this.commit({ events: [this.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:thinking`, index: 0, part, turnState: this.published, actor: actorName })] });
+              // Each thinking block is its own part: `<turnId>:thinking:<n>`, n counting the turn's
+              // reasoning traces so far (t.parts survives a restart, so n does too).
+              let n = 0;
+              for (const p of t.parts) if (p.metadata.partType === 'reasoning-trace') n++;
+              const callId = `${t.turnId}:thinking:${n}`;
+              await this.commit({ events: [this.event(t.turnId, { type: 'part.received', callId, index: 0, part, turnState: this.published, actor: actorName })] });
             } else if (b.type === 'text') freeText += b.text;
             break;
           }

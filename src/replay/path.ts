@@ -11,6 +11,9 @@
  */
 import type { MailboxEntry, Part, SessionEvent } from '../types.js';
 
+/** A thinking block's part: `<turnId>:thinking:<n>` (`<turnId>:thinking` in recordings before n). */
+const THINKING_CALL = /:thinking(?::\d+)?$/;
+
 export interface PathStep {
   /** The actor whose model call this step is (null when no model call completed, e.g. a failed one). */
   actor: string | null;
@@ -106,7 +109,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
         break;
       }
       case 'part.received': {
-        const k = s.calls.has(e.callId) ? s.calls.get(e.callId)! : e.callId.endsWith(':thinking') ? s.usage : s.cur;
+        const k = s.calls.has(e.callId) ? s.calls.get(e.callId)! : THINKING_CALL.test(e.callId) ? s.usage : s.cur;
         const step = at(k);
         step.parts.push(e.part.metadata.partType);
         step.texts.push(partText(e.part));

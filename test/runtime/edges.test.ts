@@ -142,6 +142,24 @@ describe('turn loop edges', () => {
     checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
   });
 
+  it('model:thinking:one-part-each — every thinking block of a turn is its own part (its own callId), across model calls and within one response', async () => {
+    const { rt } = harness(
+      sequence([
+        answer({ type: 'thinking', thinking: 'First, look it up.' }, toolUse('lookup', { q: 'x' })),
+        answer({ type: 'thinking', thinking: 'Found it.' }, { type: 'thinking', thinking: 'Now answer.' }, respond([part('response', 'X.')], 'complete')),
+      ]),
+    );
+    addTool(rt.registries, 'lookup');
+    rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+    const s = await rt.createSession({ actor: 'a' });
+    const rec = new Recorder(s);
+    const out = await (await s.send('hi')).settled;
+    const traces = rec.of('part.received').filter((e) => e.part.metadata.partType === 'reasoning-trace');
+    expect(traces.map((e) => e.part.text)).toEqual(['First, look it up.', 'Found it.', 'Now answer.']);
+    expect(traces.map((e) => e.callId)).toEqual([1, 2, 3].map((n) => `${out.turnId}:thinking:${n}`));
+    checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
+  });
+
   it('usage:summed — turn.settled carries the sum of the turn\'s model usage', async () => {
     const { rt } = harness(
       sequence([
