@@ -175,12 +175,13 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
   },
   // v3: a commit touches one B-tree, not two. Each session gets an integer key `sk` (the
   // sessions table's rowid) and `log` is keyed by `sk * 2^32 + n`: its rowid orders a session's
-  // commits, so the (session_id, n) index goes, and a commit writes one table leaf. The tenant
-  // index holds only sessions that have a tenant.
+  // commits, so the (session_id, n) index goes, and a commit writes one table leaf. sk is
+  // AUTOINCREMENT, never reused: a writer holding a deleted session's sk can never append to
+  // another session's rows. The tenant index holds only sessions that have a tenant.
   (db) => {
     db.exec(`
       CREATE TABLE sessions_v3 (
-        sk         INTEGER PRIMARY KEY,
+        sk         INTEGER PRIMARY KEY AUTOINCREMENT,
         id         TEXT NOT NULL UNIQUE,
         tenant_id  TEXT,
         created_at TEXT NOT NULL,
@@ -308,7 +309,6 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     db.close();
     throw err;
   }
-
 
   const q = <R = unknown>(sql: string): Statement<unknown[], R> => db.prepare<unknown[], R>(sql);
 

@@ -104,7 +104,7 @@ describe('sqlite store specifics', () => {
     const raw = new Database(path);
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(['approvals', 'log', 'sessions']);
+    expect(tables).toEqual(['approvals', 'log', 'sessions', 'sqlite_sequence']);
     raw.pragma('user_version = 99');
     raw.close();
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
@@ -140,6 +140,30 @@ describe('sqlite store specifics', () => {
     const sk = raw.prepare("SELECT sk FROM sessions WHERE id = 's1'").pluck().get() as number;
     expect(raw.prepare('SELECT k - ? * 4294967296 FROM log ORDER BY k').pluck().all(sk)).toEqual([1, 2]);
     raw.close();
+  });
+
+  it('store:sqlite:sk-not-reused — a deleted session\'s key is never given to a new session (a writer still holding it cannot reach another session\'s rows)', () => {
+    const path = fresh();
+    const a = createSqliteStore({ path });
+    a.commit('s1', { session: session('s1'), events: events('s1', 1, 1) });
+    a.commit('s2', { session: session('s2'), events: events('s2', 1, 1) });
+    const b = createSqliteStore({ path });
+    b.deleteSession('s2');
+    b.commit('s3', { session: session('s3'), events: events('s3', 1, 1) });
+    // a still holds s2's key: its commit must not land in s3's log.
+    try {
+      a.commit('s2', { events: events('s2', 2, 1) });
+    } catch {
+      // refused is fine too
+    }
+    expect(b.readEvents('s3', 0).map((e) => [e.sessionId, e.seq])).toEqual([['s3', 1]]);
+    const raw = new Database(path, { readonly: true });
+    const keys = raw.prepare('SELECT id, sk FROM sessions ORDER BY sk').all() as { id: string; sk: number }[];
+    expect(keys.map((r) => r.id)).toEqual(['s1', 's3']);
+    expect(keys[1]!.sk).toBe(3);
+    raw.close();
+    a.close();
+    b.close();
   });
 
   it('store:sqlite:migrate-v2 — a version 2 file (log keyed by session id and n) opens with every session, commit and approval in order', () => {
