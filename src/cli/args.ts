@@ -2,6 +2,7 @@
  * Command-line parsing for `turnstate`: `--name value`, `--name=value` and boolean flags.
  * Unknown options are errors naming the option (never silently ignored).
  */
+import { parseOrigin } from '../transports/http.js';
 
 export interface ServeArgs {
   port: number;
@@ -84,13 +85,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   if (origins !== undefined && origins.trim() !== '') {
     args.allowedOrigins = origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
     for (const o of args.allowedOrigins) {
-      let ok = false;
-      try {
-        ok = new URL(o).origin === o.replace(/\/$/, '');
-      } catch {
-        ok = false;
-      }
-      if (!ok) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
+      if (parseOrigin(o) === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
     }
   }
   return { kind: 'serve', args };

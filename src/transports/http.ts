@@ -334,3 +334,17 @@ export function formatSse(event: string, data: unknown, id?: string | number): s
 export function formatSseComment(text = ''): string {
   return `: ${text.replace(/[\r\n]+/g, ' ')}\n\n`;
 }
+
+/**
+ * `o` as a bare origin (scheme://host[:port], a trailing slash allowed), or undefined when it is
+ * not one (a path, no scheme, `null`). Shared by `allowedOrigins` and `turnstate serve --allow-origin`.
+ */
+export function parseOrigin(o: string): string | undefined {
+  let origin: string;
+  try {
+    origin = new URL(o).origin;
+  } catch {
+    return undefined;
+  }
+  return origin !== 'null' && origin === o.replace(/\/$/, '') ? origin : undefined;
+}

@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Runtime } from '../../api.js';
-import { HttpError, Router, requestUrl, sendError } from '../http.js';
+import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.js';
 import type { Authenticate, HttpTransport } from '../types.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
@@ -158,20 +158,15 @@ function positive(v: number | undefined, name: string): number | undefined {
   return v;
 }
 
-/** Validates `allowedOrigins` once: each entry must be a bare origin (scheme://host[:port]). */
+/** Validates `allowedOrigins` once: each entry must be a bare origin. */
 function originPolicy(allowed: readonly string[] | '*' | undefined): ReadonlySet<string> | '*' {
   if (allowed === '*') return '*';
   if (allowed === undefined) return new Set();
   if (!Array.isArray(allowed)) throw new TypeError(`allowedOrigins must be an array of origins or '*', got ${JSON.stringify(allowed)}`);
   const out = new Set<string>();
   for (const o of allowed) {
-    let origin: string | undefined;
-    try {
-      origin = new URL(String(o)).origin;
-    } catch {
-      origin = undefined;
-    }
-    if (origin === undefined || origin === 'null' || origin !== String(o).replace(/\/$/, '')) {
+    const origin = parseOrigin(String(o));
+    if (origin === undefined) {
       throw new TypeError(`allowedOrigins: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path), e.g. "https://app.example.com"`);
     }
     out.add(origin);

@@ -100,17 +100,13 @@ export function createWebSocketEndpoint(ctx: StreamsContext): WebSocketEndpoint 
 function forbiddenOrigin(ctx: StreamsContext, req: IncomingMessage): string | undefined {
   const origin = req.headers.origin;
   if (origin === undefined || ctx.allowedOrigins === '*') return undefined;
-  let host: string | undefined;
-  let normalized = origin;
+  let u: URL;
   try {
-    const u = new URL(origin);
-    host = u.host;
-    normalized = u.origin;
+    u = new URL(origin);
   } catch {
     return origin; // `null` (sandboxed pages, file://) or garbage: never the server's own
   }
-  if (host !== undefined && host === req.headers.host) return undefined;
-  if (ctx.allowedOrigins.has(normalized)) return undefined;
+  if (u.host === req.headers.host || ctx.allowedOrigins.has(u.origin)) return undefined;
   return origin;
 }
 
