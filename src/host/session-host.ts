@@ -791,6 +791,8 @@ export class SessionHost implements SessionHandle {
     // respond() calls whose part.delta events went out: one that yields no parts is retracted.
     // Created at the first delta (a response that arrives whole allocates nothing).
     let streamed: Set<string> | null = null;
+    // The calls a cut response already applied (non-terminal calls apply as their block completes).
+    const appliedProgress = () => applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState));
     // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
     // Other buffered records (a tool's result) ride the next write: the next side effect's
     // barrier, the settlement, or the end of this event-loop turn.
@@ -866,7 +868,7 @@ export class SessionHost implements SessionHandle {
       if (err instanceof ModelError && err.code === 'model.aborted' && t.interrupted) {
         // What the cut response already applied (its ack reached the user) is recorded, so the
         // model sees what the user saw; the rest of the response never happened.
-        const kept = applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState));
+        const kept = appliedProgress();
         const retracted = this.retractions(t, streamed, kept, 'interrupted');
         if (kept.length) {
           const at = this.deps.clock.iso();
@@ -878,7 +880,7 @@ export class SessionHost implements SessionHandle {
         return;
       }
       const me = err instanceof ModelError ? err : new ModelError('model.unknown', err instanceof Error ? err.message : String(err), { cause: err });
-      const retracted = this.retractions(t, streamed, applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState)), 'failed');
+      const retracted = this.retractions(t, streamed, appliedProgress(), 'failed');
       if (retracted.length) await this.commit({ events: retracted });
       await this.failWithPart(t, actorName, me.code, me.message, userFacingModelError(me), 'error');
       return;
@@ -886,7 +888,7 @@ export class SessionHost implements SessionHandle {
     t.abort = null;
     if (t.interrupted) {
       // A message joined after the call's last abort check: this response never saw it.
-      const retracted = this.retractions(t, streamed, applied.filter((a) => a.result.ok && this.isProgress(a.result.call.turnState)), 'interrupted');
+      const retracted = this.retractions(t, streamed, appliedProgress(), 'interrupted');
       if (retracted.length) await this.commit({ events: retracted });
       this.tell({ type: 'INTERRUPTED' });
       return;
