@@ -210,19 +210,25 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
   },
 ];
 
+/** The file's schema version; a file written by a newer turnstate is refused rather than misread. */
+function schemaVersionOf(db: Db): number {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > SQLITE_SCHEMA_VERSION) {
+    throw storeError(
+      'store.schema_too_new',
+      `${db.name}: schema version ${version} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
+      { path: db.name, version },
+    );
+  }
+  return version;
+}
+
 /**
  * Brings a database to SQLITE_SCHEMA_VERSION, one transaction per step. A file written by a
  * newer version is refused rather than misread.
  */
 export function migrateSqlite(db: Db): void {
-  const from = db.pragma('user_version', { simple: true }) as number;
-  if (from > SQLITE_SCHEMA_VERSION) {
-    throw storeError(
-      'store.schema_too_new',
-      `${db.name}: schema version ${from} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
-      { path: db.name, version: from },
-    );
-  }
+  const from = schemaVersionOf(db);
   for (let v = from; v < SQLITE_SCHEMA_VERSION; v++) {
     const step = MIGRATIONS[v] as (db: Db) => void;
     db.transaction(() => {
@@ -264,14 +270,7 @@ function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'f
 
 /** A read-only store reads exactly this version's schema: it cannot migrate a file. */
 function checkReadableVersion(db: Db): void {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SQLITE_SCHEMA_VERSION) {
-    throw storeError(
-      'store.schema_too_new',
-      `${db.name}: schema version ${version} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
-      { path: db.name, version },
-    );
-  }
+  const version = schemaVersionOf(db);
   if (version < SQLITE_SCHEMA_VERSION) {
     throw storeError(
       'store.schema_too_old',
