@@ -134,8 +134,9 @@ const suiteJobs = jobs.filter((j) => j.kind === 'suite');
 // I/O next door slowed whatever ran beside it (the SQLite store's system calls most: it skewed the
 // SQLite / memory ratio by ~40% in one run). Every variant a budget compares then runs in the same
 // conditions.
-const quietJobs = TWO_LANES ? jobs.filter((j) => j.kind === 'perf' || j.kind === 'pair') : [];
-const timingJobs = [...jobs.filter((j) => (j.kind === 'perf' || j.kind === 'pair') && !quietJobs.includes(j)), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 1) : suiteJobs)];
+const turnJobs = jobs.filter((j) => j.kind === 'perf' || j.kind === 'pair');
+const quietJobs = TWO_LANES ? turnJobs : [];
+const timingJobs = [...(TWO_LANES ? [] : turnJobs), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 1) : suiteJobs)];
 const memoryJobs = [...jobs.filter((j) => j.kind === 'mem' || j.kind === 'passivation'), ...(QUICK ? suiteJobs.filter((_, i) => i % 2 === 0) : [])];
 // Component suites may use both cores (the fan-out suite runs its subscribers in a second process);
 // their figures are ratios to raw baselines measured in the same process.
