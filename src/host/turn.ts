@@ -5,7 +5,8 @@
 import type { SendOptions, TurnOutcome } from '../api.js';
 import type { ModelError } from '../errors.js';
 import type { CompatTracker } from '../respond/index.js';
-import type { InboundMessage, Part, Usage } from '../types.js';
+import type { InboundMessage, Part, ToolUseBlock, Usage } from '../types.js';
+import type { ActorTools } from './tool-catalog.js';
 
 /** A call the turn waits for: an approval or a client-side tool. */
 export interface PendingCall {
@@ -36,9 +37,12 @@ export interface ActiveTurn {
   joined: InboundMessage[];
   abort: AbortController | null;
   interrupted: boolean;
-  /** The last model response read ends the turn: a message arriving now could not be answered in it. */
-  ending?: boolean;
+  /** The effect loop is running for this turn. */
   running: boolean;
+  /** The last model response's tool uses, with the tool view its call was built with. */
+  response?: { actor: string; tools: ActorTools; toolUses: ToolUseBlock[] };
+  /** The parts of the last state change (what a hand-off hands over). */
+  handoffParts?: Part[];
   stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
   error?: { code: string; message: string };
   /** Spec 003 compatibility mode: the turn's respond_to_user / mark_work_complete record. */
@@ -76,10 +80,6 @@ export function addUsage(a: Usage, b: Usage): Usage {
   if (cr) out.cacheReadTokens = cr;
   if (cw) out.cacheWriteTokens = cw;
   return out;
-}
-
-export function isIdleSnapshot(snapshot: unknown): boolean {
-  return (snapshot as { value?: unknown } | null)?.value === 'idle';
 }
 
 export function isPromise(x: unknown): x is Promise<unknown> {

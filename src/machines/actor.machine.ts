@@ -1,12 +1,14 @@
 /**
  * The actor machine: one actor's tool-use loop inside a turn.
  *
- *   ready --CALL--> calling --MODEL_DONE{next: dispatch}--> dispatching --CALL--> calling ...
- *                      `--MODEL_DONE{next: call | rejected | free-text}--> ready
+ *   ready --CALL--> calling --MODEL_DONE{tools}--> dispatching --TOOLS_DONE--> ready ...
+ *                      `--MODEL_DONE{rejected | free text | progress only}--> ready
  *
- * `MODEL_DONE` carries what the response asked for, so one event decides the next phase; the
- * next `CALL` from `dispatching` says the tool results are in (one event per phase change, each
- * costs microseconds on the hot path).
+ * A model response arrives as one `MODEL_DONE` event carrying its summary (tool uses,
+ * rejected respond() calls, free text, stop reason); guards choose what follows and the loop
+ * emits what must happen as typed effects (`LoopEffect`): `model.next` when it is ready for the
+ * next call, `model.call` when a call may start, `tools.dispatch`, `nudge`, `fail`. The host
+ * executes them and sends the outcome back.
  *
  * Budgets are guards: a model call over `maxModelCalls`, a rejected respond() over
  * `maxRespondRetries`, or free text over `maxNudges` leaves the loop for `exhausted`
@@ -14,7 +16,7 @@
  * implementations run standalone (`createActorMachine`, drawn in Stately) and embedded in the
  * session machine's `awaiting` node, so one live XState actor serves a whole session.
  */
-import { assign, setup } from 'xstate';
+import { assign, emit, enqueueActions, setup } from 'xstate';
 
 export interface ActorLoopContext {
   modelCalls: number;
@@ -26,14 +28,60 @@ export interface ActorLoopContext {
   error: { code: string; message: string } | null;
 }
 
+/** What one model response amounted to; the loop's guards decide from it alone. */
+export interface ResponseSummary {
+  /** A respond() call that ends, holds or hands off the turn (the session machine acts on it). */
+  change?: { to: string; passTo?: string; limits?: { maxModelCalls: number; maxRespondRetries: number } };
+  /** Tool uses to dispatch (respond() excluded). */
+  toolUses: number;
+  /** respond() calls rejected by the parser or the ordering rules. */
+  rejected: number;
+  /** respond() calls applied (progress and change). */
+  applied: number;
+  /** The response wrote text outside respond(). */
+  freeText: boolean;
+  stopReason: string;
+}
+
+/** Effects the loop emits (XState `emit`); the host executes them and reports back. */
+export type LoopEffect =
+  /** The loop is ready for its next model call: the host sends `CALL` when it may start. */
+  | { type: 'model.next' }
+  /** A model call may start now (budget checked). */
+  | { type: 'model.call' }
+  /** Run the response's tool uses, then send `TOOLS_DONE{pending}`. */
+  | { type: 'tools.dispatch' }
+  /** Tell the model its output outside respond() reached nobody. */
+  | { type: 'nudge'; freeText: boolean }
+  /** The turn fails: `userText` is the error part the user gets (if any). */
+  | { type: 'fail'; code: string; message: string; userText?: string; stop?: 'error' | 'max_tokens' | 'refusal' };
+
 export type ActorLoopEvent =
   | { type: 'CALL' }
-  /** What the model response asked for: tools to dispatch, another call, or a retry after a rejection / free text. */
+  /**
+   * A model response: its summary, for the guards to decide on. `next` is the same decision with
+   * the guard already taken (drawn in Stately, and used by tests that drive the loop by hand).
+   */
+  | ({ type: 'MODEL_DONE'; next?: never } & ResponseSummary)
   | { type: 'MODEL_DONE'; next: 'dispatch' | 'call' | 'rejected' | 'free-text' }
   | { type: 'INTERRUPTED' }
-  | { type: 'TOOLS_DONE' };
+  /** The dispatched tools are done; `pending` calls still wait for an answer (approval, client). */
+  | { type: 'TOOLS_DONE'; pending?: number }
+  /** After a restart: continue from the restored phase (`pending` calls recovered). */
+  | { type: 'RECOVER'; pending?: number };
+
+/** Stop reasons that cut a response short: it is never acted on, the turn fails. */
+const CUT_SHORT: Record<string, { code: string; message: string; userText: string; stop: 'max_tokens' | 'refusal' }> = {
+  max_tokens: { code: 'model.max_tokens', message: 'the response hit the token limit before it was complete', userText: 'The answer was cut off because it grew too long.', stop: 'max_tokens' },
+  model_context_window_exceeded: { code: 'model.max_tokens', message: 'the response hit the token limit before it was complete', userText: 'The answer was cut off because it grew too long.', stop: 'max_tokens' },
+  refusal: { code: 'model.refusal', message: 'the model declined to answer', userText: 'The assistant declined to answer this request.', stop: 'refusal' },
+};
 
 export const DEFAULT_LOOP_LIMITS = { maxModelCalls: 16, maxRespondRetries: 2, maxNudges: 2 };
+
+/** The user-facing text of each budget failure (the model-call budget gets the generic one at settlement). */
+const RETRIES_TEXT = 'Sorry, I could not put my answer together. Please try again.';
+const FREE_TEXT_TEXT = 'Sorry, I could not produce an answer. Please try again.';
 
 export function initialLoopContext(limits: Partial<typeof DEFAULT_LOOP_LIMITS> = {}): ActorLoopContext {
   return {
@@ -56,51 +104,101 @@ export const actorLoopGuards = {
   underModelBudget: ({ context }: { context: ActorLoopContext }) => context.modelCalls < context.maxModelCalls,
   underRetryBudget: ({ context }: { context: ActorLoopContext }) => context.rejections < context.maxRespondRetries,
   underNudgeBudget: ({ context }: { context: ActorLoopContext }) => context.nudges < context.maxNudges,
+  isSummary: ({ event }: { event: any }) => event.next === undefined,
+  cutShort: ({ event }: { event: any }) => event.stopReason !== undefined && CUT_SHORT[event.stopReason] !== undefined,
+  hasToolUses: ({ event }: { event: any }) => event.toolUses > 0,
+  hasRejections: ({ event }: { event: any }) => event.rejected > 0,
+  rejectedWithinBudget: ({ context, event }: { context: ActorLoopContext; event: any }) => event.rejected > 0 && context.rejections < context.maxRespondRetries,
+  isFreeText: ({ event }: { event: any }) => event.applied === 0,
+  freeTextWithinBudget: ({ context, event }: { context: ActorLoopContext; event: any }) => event.applied === 0 && context.nudges < context.maxNudges,
+  hasPending: ({ event }: { event: any }) => (event.pending ?? 0) > 0,
 };
 
 export const actorLoopActions = {
   countCall: assign(({ context }: { context: ActorLoopContext }) => ({ modelCalls: context.modelCalls + 1 })),
   countRejection: assign(({ context }: { context: ActorLoopContext }) => ({ rejections: context.rejections + 1 })),
   countNudge: assign(({ context }: { context: ActorLoopContext }) => ({ nudges: context.nudges + 1 })),
-  exhaust: assign((_: unknown, params: { code: string; message: string }) => ({ error: { code: params.code, message: params.message } })),
+  /** Record the failure and emit it (`userText`: the error part the user gets). */
+  exhaust: enqueueActions(({ enqueue }, params: { code: string; message: string; userText?: string }) => {
+    enqueue.assign({ error: { code: params.code, message: params.message } });
+    enqueue.emit({ type: 'fail', ...params } as any);
+  }),
+  failCutShort: enqueueActions(({ enqueue, event }: { enqueue: any; event: any }) => {
+    const c = CUT_SHORT[event.stopReason]!;
+    enqueue.assign({ error: { code: c.code, message: c.message } });
+    enqueue.emit({ type: 'fail', ...c });
+  }),
+  emitModelNext: emit({ type: 'model.next' } as const),
+  emitModelCall: emit({ type: 'model.call' } as const),
+  emitDispatch: emit({ type: 'tools.dispatch' } as const),
+  emitNudge: emit(({ event }: { event: any }) => ({ type: 'nudge' as const, freeText: !!event.freeText })),
   resetLoop: assign(() => ({ modelCalls: 0, rejections: 0, nudges: 0, error: null })),
 };
 
-/** The loop's states; `exhaustedTarget` is where a blown budget goes. */
-export function actorLoopStates(exhaustedTarget: string): Record<string, any> {
-  const exhaust = (code: string, message: string) => ({
+/**
+ * The loop's states; `exhaustedTarget` is where a blown budget goes. `announce` (embedded use)
+ * adds the action that publishes the turn-state change of a blown budget; `responseChanges`
+ * (embedded use) are the transitions a response's state change takes, tried first.
+ */
+export function actorLoopStates(
+  exhaustedTarget: string,
+  embed: {
+    /** Publishes a blown budget's change of turn state (`to`: the exhausted target's name). */
+    announce?: { type: string; params: Record<string, unknown> };
+    /** Transitions a response's requested state change takes (tried before the loop's own). */
+    responseChanges?: any[];
+    /** Where the turn waits when dispatched calls are still pending, and its announcement. */
+    hold?: { target: string; announce: { type: string; params: Record<string, unknown> } };
+  } = {},
+): Record<string, any> {
+  const announce = embed.announce ? [embed.announce] : [];
+  const exhaust = (code: string, message: string, userText?: string) => ({
     target: exhaustedTarget,
-    actions: [{ type: 'exhaust', params: { code, message } }],
+    actions: [{ type: 'exhaust', params: userText ? { code, message, userText } : { code, message } }, ...announce],
   });
+  const callBudget = [
+    { guard: 'underModelBudget', target: 'calling', actions: [{ type: 'countCall' }, { type: 'emitModelCall' }] },
+    exhaust('turn.model_call_budget', 'the actor made too many model calls in one turn'),
+  ];
+  const hold = embed.hold ? [{ guard: 'hasPending', target: embed.hold.target, actions: [embed.hold.announce] }] : [];
   return {
     ready: {
+      entry: [{ type: 'emitModelNext' }],
       on: {
-        CALL: [
-          { guard: 'underModelBudget', target: 'calling', actions: [{ type: 'countCall' }] },
-          exhaust('turn.model_call_budget', 'the actor made too many model calls in one turn'),
-        ],
+        CALL: callBudget,
+        RECOVER: [...hold, { actions: [{ type: 'emitModelNext' }] }],
       },
     },
     calling: {
       on: {
         MODEL_DONE: [
+          // A whole response: its summary decides.
+          ...(embed.responseChanges ?? []),
+          { guard: 'cutShort', target: exhaustedTarget, actions: [{ type: 'failCutShort' }, ...announce] },
+          { guard: 'hasToolUses', target: 'dispatching', actions: [{ type: 'emitDispatch' }] },
+          { guard: 'rejectedWithinBudget', target: 'ready', actions: [{ type: 'countRejection' }] },
+          { guard: 'hasRejections', ...exhaust('turn.respond_retries', 'respond() was rejected too many times', RETRIES_TEXT) },
+          { guard: 'freeTextWithinBudget', target: 'ready', actions: [{ type: 'countNudge' }, { type: 'emitNudge' }] },
+          { guard: 'isFreeText', ...exhaust('turn.free_text', 'the model kept writing text outside respond()', FREE_TEXT_TEXT) },
+          { guard: 'isSummary', target: 'ready' },
+          // The same decisions, taken by hand.
           { guard: { type: 'next', params: { next: 'dispatch' } }, target: 'dispatching' },
           { guard: { type: 'next', params: { next: 'call' } }, target: 'ready' },
           { guard: { type: 'nextWithin', params: { next: 'rejected' } }, target: 'ready', actions: [{ type: 'countRejection' }] },
-          { guard: { type: 'next', params: { next: 'rejected' } }, ...exhaust('turn.respond_retries', 'respond() was rejected too many times') },
+          { guard: { type: 'next', params: { next: 'rejected' } }, ...exhaust('turn.respond_retries', 'respond() was rejected too many times', RETRIES_TEXT) },
           { guard: { type: 'nextWithin', params: { next: 'free-text' } }, target: 'ready', actions: [{ type: 'countNudge' }] },
-          exhaust('turn.free_text', 'the model kept writing text outside respond()'),
+          exhaust('turn.free_text', 'the model kept writing text outside respond()', FREE_TEXT_TEXT),
         ],
         INTERRUPTED: { target: 'ready' },
+        // The call was lost with the process: the loop calls again (not counted twice).
+        RECOVER: { target: 'ready' },
       },
     },
     dispatching: {
       on: {
-        CALL: [
-          { guard: 'underModelBudget', target: 'calling', actions: [{ type: 'countCall' }] },
-          exhaust('turn.model_call_budget', 'the actor made too many model calls in one turn'),
-        ],
-        TOOLS_DONE: { target: 'ready' },
+        CALL: callBudget,
+        TOOLS_DONE: [...hold, { target: 'ready' }],
+        RECOVER: [...hold, { target: 'ready' }],
       },
     },
   };

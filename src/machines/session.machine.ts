@@ -6,10 +6,14 @@
  * - holding states wait for `RESUME` with their `resumeOn` name;
  * - hand-off states switch the acting actor and go back to `awaiting` (bounded per turn).
  *
- * No I/O here: the host executes effects and sends their outcomes in as events; the machine
- * decides. The config is JSON-safe (named guards/actions with params) so Stately can draw it.
+ * The machine decides, the host executes: every decision leaves the machine as a typed effect
+ * (`SessionEffect`, XState `emit`) — call the model, dispatch tools, publish a turn-state change,
+ * hand off, hold, settle, fail — and the host sends each outcome back as an event. The host never
+ * reads turn-state metadata: what a state does is decided here, from the registry, when the
+ * machine is generated. No I/O here. The config is JSON-safe (named guards/actions with params)
+ * so Stately can draw it.
  */
-import { assign, setup } from 'xstate';
+import { assign, emit, enqueueActions, sendTo, setup } from 'xstate';
 import type { TurnStateRegistryApi } from '../registries/types.js';
 import {
   actorLoopActions,
@@ -18,8 +22,27 @@ import {
   initialLoopContext,
   type ActorLoopContext,
   type ActorLoopEvent,
+  type LoopEffect,
+  type ResponseSummary,
   DEFAULT_LOOP_LIMITS,
 } from './actor.machine.js';
+
+/** What the session machine asks the host to do, in the order it must happen. */
+export type SessionEffect =
+  | LoopEffect
+  /** Publish `turnState.changed` (the acting actor at the moment of the change). */
+  | { type: 'state.changed'; from: string; to: string; actor: string }
+  /** Publish `actor.passed`: the turn goes on with `to`. */
+  | { type: 'actor.passed'; from: string; to: string }
+  /** The turn waits in `state` (an approval, a client tool, an injection): release whoever awaits it. */
+  | { type: 'hold'; state: string }
+  /** The turn ends in `state`: assemble the envelope when `emitsEnvelope`, publish, then send `SETTLE`. */
+  | { type: 'settle'; state: string; emitsEnvelope: boolean }
+  /** A message may join the running turn (double-texting `interrupt`). */
+  | { type: 'join' };
+
+/** Where a turn rests (held or ending), kept so recovery can ask for the same effect again. */
+export type Halt = { type: 'hold'; state: string } | { type: 'settle'; state: string; emitsEnvelope: boolean };
 
 export interface SessionContext extends ActorLoopContext {
   turnId: string | null;
@@ -34,6 +57,8 @@ export interface SessionContext extends ActorLoopContext {
   passLimits?: ActorBounds | null;
   /** The turn state the last turn settled in. */
   lastSettled: string | null;
+  /** Where the current turn rests (held or ending); null while it works. */
+  halt?: Halt | null;
   error: { code: string; message: string } | null;
 }
 
@@ -44,8 +69,11 @@ export type SessionMachineEvent =
   | { type: 'RESPOND'; to: string; passTo?: string; limits?: ActorBounds }
   | { type: 'HOLD'; to: string }
   | { type: 'RESUME'; resumeOn: string }
-  | { type: 'FAIL'; code: string; message: string }
+  /** The turn fails (a model or internal error); `userText` becomes the user's error part. */
+  | { type: 'FAIL'; code: string; message: string; userText?: string; stop?: 'error' | 'max_tokens' | 'refusal' }
   | { type: 'SETTLE' }
+  /** Asks whether a double-texted message may join the running turn (`join` effect if so). */
+  | { type: 'JOIN'; pending?: number }
   | ActorLoopEvent;
 
 /** Per-actor bounds of the tool-use loop. */
@@ -60,30 +88,46 @@ export interface SessionMachineInput {
   loop?: Partial<typeof DEFAULT_LOOP_LIMITS>;
 }
 
+/** The state change a whole model response asks for, if any. */
+function changeOf(event: SessionMachineEvent): ResponseSummary['change'] {
+  return event.type === 'MODEL_DONE' && event.next === undefined ? event.change : undefined;
+}
+
 /** Node names the machine reserves; a consumer turn state cannot use them. */
 export const RESERVED_NODE_NAMES = ['idle', 'turn'] as const;
 
 export function createSessionMachine(turnStates: TurnStateRegistryApi) {
   const defs = turnStates.list();
   const states: Record<string, any> = {};
+  const announce = (from: string, to: string) => ({ type: 'announce', params: { from, to } });
+  // The state a turn waits in while dispatched calls are pending (approval or client tool).
+  const approvalHold = defs.find((d) => d.meta.holdsActor && d.meta.resumeOn === 'approval-response')?.id;
   // Transitions are sibling-relative: every turn-state node lives under `turn`. Responding with
   // the state the actor is already in changes nothing (the loop keeps its phase).
   const respondTransitions = (from: string) =>
     defs.map((d) => ({
       guard: { type: 'respondsWith', params: { state: d.id } },
-      ...(d.id === from ? {} : { target: d.id }),
-      actions: d.meta.handsOff ? [{ type: 'rememberPassTo' }] : [],
+      ...(d.id === from ? {} : { target: d.id, actions: [...(d.meta.handsOff ? [{ type: 'rememberPassTo' }] : []), announce(from, d.id)] }),
     }));
-  const holdTransitions = defs
-    .filter((d) => d.meta.holdsActor)
-    .map((d) => ({ guard: { type: 'holdsIn', params: { state: d.id } }, target: d.id }));
-  const fail = { target: 'error', actions: [{ type: 'failWith' }] };
+  // A whole model response asking for a change: the change arrives as the model's RESPOND (sent
+  // to the machine itself, so an inspector sees it); one naming a state registered after this
+  // machine was built is never entered, never published.
+  const responseChanges = [
+    { guard: { type: 'changesToKnown', params: { states: defs.map((d) => d.id) } }, actions: [{ type: 'requestChange' }] },
+    { guard: 'changesState', target: '#session.turn.error', actions: [{ type: 'failUnknownState' }, announce('awaiting', 'error')] },
+  ];
+  const holdTransitions = (from: string) =>
+    defs
+      .filter((d) => d.meta.holdsActor)
+      .map((d) => ({ guard: { type: 'holdsIn', params: { state: d.id } }, target: d.id, actions: [announce(from, d.id)] }));
+  const fail = (from: string) => ({ target: 'error', actions: [{ type: 'failWith' }, announce(from, 'error')] });
   for (const def of defs) {
     const { id, meta } = def;
     if (meta.isTerminal) {
       states[id] = {
         description: meta.description,
         tags: ['terminal', ...(meta.emitsEnvelope ? ['emitsEnvelope'] : [])],
+        entry: [{ type: 'haltWith', params: { type: 'settle', state: id, emitsEnvelope: meta.emitsEnvelope } }],
         on: { SETTLE: { target: '#session.idle', actions: [{ type: 'recordSettled', params: { state: id } }] } },
       };
     } else if (meta.handsOff) {
@@ -91,10 +135,10 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         description: meta.description,
         tags: ['handsOff'],
         always: [
-          { guard: 'underHandoffBudget', target: 'awaiting', actions: [{ type: 'handOff' }] },
+          { guard: 'underHandoffBudget', target: 'awaiting', actions: [{ type: 'handOff' }, announce(id, 'awaiting')] },
           {
             target: 'error',
-            actions: [{ type: 'setError', params: { code: 'turn.handoff_budget', message: 'too many hand-offs in one turn' } }],
+            actions: [{ type: 'setError', params: { code: 'turn.handoff_budget', message: 'too many hand-offs in one turn' } }, announce(id, 'error')],
           },
         ],
       };
@@ -102,9 +146,10 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       states[id] = {
         description: meta.description,
         tags: ['holdsActor'],
+        entry: [{ type: 'haltWith', params: { type: 'hold', state: id } }],
         on: {
-          RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting' },
-          FAIL: fail,
+          RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting')] },
+          FAIL: fail(id),
         },
       };
     } else {
@@ -113,8 +158,17 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         description: meta.description,
         tags: ['working'],
         initial: 'ready',
-        states: actorLoopStates('#session.turn.error'),
-        on: { RESPOND: respondTransitions(id), HOLD: holdTransitions, FAIL: fail },
+        states: actorLoopStates('#session.turn.error', {
+          announce: announce(id, 'error'),
+          responseChanges,
+          ...(approvalHold ? { hold: { target: `#session.turn.${approvalHold}`, announce: announce(id, approvalHold) } } : {}),
+        }),
+        on: {
+          RESPOND: respondTransitions(id),
+          HOLD: holdTransitions(id),
+          FAIL: fail(id),
+          JOIN: { guard: 'noPending', actions: [{ type: 'emitJoin' }] },
+        },
       };
     }
   }
@@ -134,6 +188,13 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       holdsIn: ({ event }, params: { state: string }) => event.type === 'HOLD' && event.to === params.state,
       resumesWith: ({ event }, params: { resumeOn: string }) => event.type === 'RESUME' && event.resumeOn === params.resumeOn,
       underHandoffBudget: ({ context }) => context.passTo !== null && context.handoffs < context.maxHandoffs,
+      changesToKnown: ({ event }, params: { states: string[] }) => {
+        const c = changeOf(event);
+        return c !== undefined && params.states.includes(c.to);
+      },
+      changesState: ({ event }) => changeOf(event) !== undefined,
+      noPending: ({ event }) => event.type === 'JOIN' && !event.pending,
+      halted: ({ context }) => !!context.halt,
     },
     actions: {
       ...(actorLoopActions as any),
@@ -151,16 +212,54 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       rememberPassTo: assign(({ event }) =>
         event.type === 'RESPOND' ? { passTo: event.passTo ?? null, passLimits: event.limits ?? null } : { passTo: null, passLimits: null },
       ),
-      handOff: assign(({ context }) => ({
-        actor: context.passTo,
-        handoffs: context.handoffs + 1,
-        passTo: null,
-        passLimits: null,
-        ...(context.passLimits ?? {}),
+      requestChange: sendTo(
+        ({ self }) => self,
+        ({ event }) => {
+          const c = changeOf(event as SessionMachineEvent)!;
+          return { type: 'RESPOND', to: c.to, ...(c.passTo ? { passTo: c.passTo } : {}), ...(c.limits ? { limits: c.limits } : {}) };
+        },
+      ) as any,
+      handOff: enqueueActions(({ context, enqueue }) => {
+        enqueue.emit({ type: 'actor.passed', from: context.actor ?? context.entryActor, to: context.passTo! } as any);
+        enqueue.assign({
+          actor: context.passTo,
+          handoffs: context.handoffs + 1,
+          passTo: null,
+          passLimits: null,
+          ...(context.passLimits ?? {}),
+        });
+      }),
+      setError: enqueueActions(({ enqueue }, params: { code: string; message: string }) => {
+        enqueue.assign({ error: { code: params.code, message: params.message } });
+        enqueue.emit({ type: 'fail', code: params.code, message: params.message } as any);
+      }),
+      failWith: enqueueActions(({ event, enqueue }) => {
+        if (event.type !== 'FAIL') return;
+        enqueue.assign({ error: { code: event.code, message: event.message } });
+        const { type: _type, ...fx } = event;
+        enqueue.emit({ type: 'fail', ...fx } as any);
+      }),
+      failUnknownState: enqueueActions(({ event, enqueue }) => {
+        const to = changeOf(event)?.to;
+        const error = { code: 'turn.state_not_in_machine', message: `this session's machine has no "${to}" state (was it registered after the session was created?)` };
+        enqueue.assign({ error });
+        enqueue.emit({ type: 'fail', ...error } as any);
+      }),
+      /** Publishes a change of turn state; `actor` is the acting actor at that moment. */
+      announce: emit(({ context }, params: { from: string; to: string }) => ({
+        type: 'state.changed' as const,
+        from: params.from,
+        to: params.to,
+        actor: context.actor ?? context.entryActor,
       })),
-      setError: assign((_, params: { code: string; message: string }) => ({ error: { code: params.code, message: params.message } })),
-      failWith: assign(({ event }) => (event.type === 'FAIL' ? { error: { code: event.code, message: event.message } } : {})),
-      recordSettled: assign((_, params: { state: string }) => ({ lastSettled: params.state, turnId: null })),
+      haltWith: enqueueActions(({ enqueue }, params: Halt) => {
+        enqueue.assign({ halt: params });
+        enqueue.emit(params as any);
+      }),
+      /** Recovery: the effect of where the turn rests, asked for again. */
+      replayHalt: emit(({ context }) => (context.halt ?? { type: 'hold', state: 'idle' }) as any),
+      emitJoin: emit({ type: 'join' } as const),
+      recordSettled: assign((_, params: { state: string }) => ({ lastSettled: params.state, turnId: null, halt: null })),
     },
   }).createMachine({
     id: 'session',
@@ -171,6 +270,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       entryActor: input.entryActor,
       handoffs: 0,
       maxHandoffs: input.maxHandoffs ?? 8,
+      halt: null,
       passTo: null,
       lastSettled: null,
       error: null,
@@ -183,6 +283,8 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       turn: {
         initial: 'awaiting',
         states,
+        // A working state continues its loop; a resting one (held, ending) repeats its effect.
+        on: { RECOVER: { guard: 'halted', actions: [{ type: 'replayHalt' }] as any } },
       },
     },
   });

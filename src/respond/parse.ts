@@ -31,6 +31,11 @@ export const RespondRule = {
   forbidsPart: 'respond:turnState:forbids-part',
   passToRequiresPassed: 'respond:passTo:requires-passed',
   passToDeclaredTarget: 'respond:passTo:declared-target',
+  /** Ordering rules over one model response (respond/ordering.ts). */
+  stateChangeLastCall: 'respond:state-change:last-call',
+  stateChangeOnce: 'respond:state-change:once',
+  suspendedRuntimeOnly: 'respond:suspended:runtime-only',
+  jsonInvalid: 'respond:json:invalid',
   /** Structural problems found by the schema: `schema:required`, `schema:type`, `schema:additional-property`, ... */
   schemaPrefix: 'schema:',
   internal: 'respond:internal',
@@ -304,21 +309,9 @@ export function createRespondParser(registries: Registries, options: RespondPars
   }
 
   function reject(violations: Violation[]): RespondResult {
-    violations.sort(byPath);
-    const lines: string[] = [];
-    const shown = Math.min(violations.length, maxLines);
-    for (let i = 0; i < shown; i++) {
-      const v = violations[i] as Violation;
-      lines.push(`- ${v.path === '' ? '(the call)' : v.path}: ${v.message} [${v.rule}]`);
-    }
-    if (violations.length > shown) lines.push(`- ... and ${violations.length - shown} more problems of the kinds above`);
-    const n = violations.length;
-    const message =
-      `respond() call rejected, nothing from it was delivered: ${n} problem${n === 1 ? '' : 's'}.\n` +
-      `${lines.join('\n')}\n` +
-      'Fix every problem listed and call respond() again with the whole corrected call.';
-    return { ok: false, violations, message };
+    return rejection(violations, maxLines);
   }
+
 
   function parse(input: unknown, ctx: RespondContext): RespondResult {
     try {
@@ -375,4 +368,25 @@ function hasPartType(parts: readonly unknown[], want: string): boolean {
 const collator = new Intl.Collator('en', { numeric: true });
 function byPath(a: Violation, b: Violation): number {
   return collator.compare(a.path, b.path);
+}
+
+/**
+ * A rejection in the one message format the model reads: every violation with its path and rule
+ * id, then what to do. At most `maxLines` violations are spelled out (all are in `violations`).
+ */
+export function rejection(violations: Violation[], maxLines = 50): Extract<RespondResult, { ok: false }> {
+  violations.sort(byPath);
+  const lines: string[] = [];
+  const shown = Math.min(violations.length, maxLines);
+  for (let i = 0; i < shown; i++) {
+    const v = violations[i] as Violation;
+    lines.push(`- ${v.path === '' ? '(the call)' : v.path}: ${v.message} [${v.rule}]`);
+  }
+  if (violations.length > shown) lines.push(`- ... and ${violations.length - shown} more problems of the kinds above`);
+  const n = violations.length;
+  const message =
+    `respond() call rejected, nothing from it was delivered: ${n} problem${n === 1 ? '' : 's'}.\n` +
+    `${lines.join('\n')}\n` +
+    'Fix every problem listed and call respond() again with the whole corrected call.';
+  return { ok: false, violations, message };
 }

@@ -1,0 +1,92 @@
+/**
+ * Approval answers: the same path for every channel (API, AAP, WebSocket, a surface's button).
+ *
+ * Contract:
+ * - The store's compare-and-set decides: the first answer wins; a later one changes nothing and
+ *   says who answered first, how and when (`approval.already_resolved`).
+ * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`; an approval
+ *   of another session is `approval.not_found` (never confirmed to exist).
+ * - `approval.resolved` is durable before an approved call runs (so a restart never runs it
+ *   twice); a denied call's result tells the model it was denied, with the reason.
+ */
+import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
+import type { HostCore } from './core.js';
+import { runTool } from './tool-dispatch.js';
+import { denialText, outcomeStep } from './tool-results.js';
+import type { ActiveTurn } from './turn.js';
+
+/** Resolve an approval in the store (first answer wins). */
+export async function resolveApproval(
+  core: HostCore,
+  approvalId: string,
+  answer: { approved: boolean; reason?: string },
+  by: Principal,
+  via: string,
+): Promise<AnswerResult> {
+  const { store, canAnswerApproval, clock } = core.deps;
+  const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
+  const record = await store.getApproval(approvalId);
+  if (!record || record.sessionId !== core.id) return notFound();
+  if (record.status === 'pending' && !canAnswerApproval(record, by)) {
+    return { ok: false, code: 'approval.forbidden', message: `this principal may not answer approval ${approvalId}` };
+  }
+  const resolution = {
+    decision: answer.approved ? ('approved' as const) : ('denied' as const),
+    by,
+    via,
+    at: clock.iso(),
+    ...(answer.reason ? { reason: answer.reason } : {}),
+  };
+  const res = await store.resolveApproval(approvalId, resolution);
+  if (!res) return notFound();
+  if (!res.changed) {
+    const first = res.record.resolution;
+    return {
+      ok: false,
+      code: 'approval.already_resolved',
+      message: `approval ${approvalId} was already resolved: ${first?.decision ?? res.record.status}${first ? ` by ${first.by.userId ?? 'unknown'} via ${first.via} at ${first.at}` : ''}; this answer changed nothing`,
+      record: res.record,
+    };
+  }
+  return { ok: true, record: res.record };
+}
+
+/**
+ * Publish a resolved approval and, when the turn waits for its call, run it (approved) or tell
+ * the model it was denied. Returns true when the call was one the turn waited for.
+ */
+export async function applyResolution(core: HostCore, t: ActiveTurn | null, record: ApprovalRecord): Promise<boolean> {
+  const { journal } = core;
+  const resolution = record.resolution!;
+  await journal.commit({
+    events: [
+      journal.event(record.turnId, {
+        type: 'approval.resolved',
+        approvalId: record.approvalId,
+        callId: record.callId,
+        decision: resolution.decision,
+        by: resolution.by,
+        via: resolution.via,
+        ...(resolution.reason ? { reason: resolution.reason } : {}),
+      }),
+    ],
+  });
+  if (!t || t.turnId !== record.turnId || !t.pending.has(record.callId)) return false;
+  t.pending.delete(record.callId);
+  if (resolution.decision === 'approved') {
+    const tool = core.deps.registries.tools.get(record.tool);
+    if (tool) await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
+  } else {
+    await journal.commit(
+      outcomeStep(journal, core.deps.clock.iso(), {
+        turnId: t.turnId,
+        actor: record.actor,
+        callId: record.callId,
+        tool: record.tool,
+        content: denialText(resolution.reason),
+        isError: true,
+      }),
+    );
+  }
+  return true;
+}

@@ -1,0 +1,59 @@
+/**
+ * What every part of the session host shares: its dependencies (wired by runtime.ts), the
+ * session's journal and live machine, and the turn in flight. Each host file takes this core and
+ * does one job with it; the session facade (session-host.ts) owns it.
+ */
+import type { RuntimeLimits, SendOptions } from '../api.js';
+import type { ModelPort, SessionRecord, SessionStore } from '../machines/ports.js';
+import type { SessionMachine } from '../machines/session.machine.js';
+import type { Registries } from '../registries/types.js';
+import type { RespondParser } from '../respond/index.js';
+import type { EventRouter } from '../router/router.js';
+import type { ApprovalRecord, Part, Principal, Usage } from '../types.js';
+import type { Clock } from './clock.js';
+import type { Journal } from './journal.js';
+import type { LiveMachine } from './live-machine.js';
+import type { ToolCatalog } from './tool-catalog.js';
+import type { ActiveTurn } from './turn.js';
+
+export interface HostDeps {
+  registries: Registries;
+  store: SessionStore;
+  model: ModelPort;
+  contextModel: ModelPort;
+  router: EventRouter;
+  parser: RespondParser;
+  catalog: ToolCatalog;
+  machine: () => SessionMachine;
+  /** The persisted initial snapshot of the current machine for an entry actor (optional fast path). */
+  initialSnapshot?: (entryActor: string) => unknown;
+  limits: RuntimeLimits;
+  clock: Clock;
+  newId: (prefix: string) => string;
+  canAnswerApproval: (approval: ApprovalRecord, by: Principal) => boolean;
+  inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
+  produceLlmContext?: (
+    model: ModelPort,
+    input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
+  ) => Promise<{ part: Part; usage: Usage }>;
+  onActivity: (host: { lastActive: number }) => void;
+}
+
+export interface HostCore {
+  readonly id: string;
+  readonly record: SessionRecord;
+  readonly deps: HostDeps;
+  readonly journal: Journal;
+  readonly machine: LiveMachine;
+  /** The turn in flight, if any. */
+  readonly turn: ActiveTurn | null;
+  /** Stopped (runtime closed, session deleted, passivated): nothing more is recorded. */
+  readonly closed: boolean;
+  /** The controller for the next model call (reused until one is aborted: they are costly to create). */
+  modelAbort(): AbortController;
+}
+
+/** The principal a turn acts for: the send's, else the message's. */
+export function principalOf(t: { opts: SendOptions; input: { principal?: Principal } }): Principal | undefined {
+  return t.opts.principal ?? t.input.principal;
+}

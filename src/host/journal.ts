@@ -1,0 +1,250 @@
+/**
+ * The journal: the one writer and the one reader of a session's log.
+ *
+ * Contract:
+ * - `commit(step)` stamps each event's `seq` (strictly increasing, no gaps), writes the step, and
+ *   publishes its events only once the write has landed (write-ahead). Commits land in call
+ *   order, for synchronous and asynchronous stores alike; a failed write takes its seqs back.
+ * - With group commit (stores that ask for it) the steps of one event-loop turn become one write,
+ *   made at the end of that event-loop turn or at once at a `barrier()`.
+ * - `events(afterSeq)` replays the log page by page, then goes live, each event once and in order.
+ *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves.
+ * - The mailbox and the derived model history are caches over the log: kept while the session is
+ *   awake, dropped by `forget()`, rebuilt from the store on the next read.
+ */
+import { Observable, Subject } from 'rxjs';
+import type { PersistedSession, SessionStore, StepCommit } from '../machines/ports.js';
+import { createHistory, type HistoryView } from '../machines/mailbox.js';
+import type { MailboxEntry, SessionEvent, SessionEventBody } from '../types.js';
+import type { Clock } from './clock.js';
+import { GroupCommit } from './group-commit.js';
+import { isPromise } from './turn.js';
+
+/** Events read from the store per page while replaying. */
+export const REPLAY_PAGE = 256;
+
+export class Journal {
+  private readonly subject = new Subject<SessionEvent>();
+  private commitChain: Promise<void> | null = null;
+  private readonly groupCommit: GroupCommit | null;
+  private mailboxCache: MailboxEntry[] | null = null;
+  private histories: Map<string, HistoryView> | null = null;
+
+  constructor(
+    private readonly sessionId: string,
+    private readonly store: SessionStore,
+    private readonly clock: Clock,
+    /** The last seq written for this session. */
+    private lastSeq: number,
+    /** The session's control state, persisted with steps that ask for it. */
+    private readonly persisted: () => PersistedSession,
+    fresh: boolean,
+  ) {
+    this.groupCommit = store.groupCommit
+      ? new GroupCommit(store, sessionId, (events) => this.fanout(events), (firstSeq) => {
+          // Nothing of the buffer was written or published: take its seqs back; caches are rebuilt.
+          this.lastSeq = firstSeq;
+          this.forget();
+        })
+      : null;
+    // A brand-new session has an empty mailbox: no need to read it back from the store.
+    if (fresh) this.mailboxCache = [];
+  }
+
+  /** The seq of the last event committed (or, under group commit, buffered). */
+  get seq(): number {
+    return this.lastSeq;
+  }
+
+  /** Someone follows the live stream. */
+  get observed(): boolean {
+    return this.subject.observed;
+  }
+
+  /** A session event of this session (its seq is stamped when it is committed). */
+  event<T extends SessionEventBody>(turnId: string, body: T): SessionEvent {
+    return { seq: 0, sessionId: this.sessionId, turnId, at: this.clock.iso(), ...body } as SessionEvent;
+  }
+
+  /** Commit one step, then publish its events. Synchronous for synchronous stores. */
+  commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
+    if (withSnapshot) step.snapshot = this.persisted();
+    if (this.groupCommit) return this.group(step);
+    if (this.commitChain) {
+      const next = this.commitChain.then(() => this.write(step));
+      this.commitChain = next.then(() => undefined);
+      return next;
+    }
+    const r = this.write(step);
+    if (r) {
+      const chain: Promise<void> = r.then(() => {
+        if (this.commitChain === chain) this.commitChain = null;
+      });
+      this.commitChain = chain;
+      return r;
+    }
+  }
+
+  private write(step: StepCommit): void | Promise<void> {
+    const events = step.events;
+    // Seqs are assigned when the step is written, and taken back if the write fails.
+    const before = this.lastSeq;
+    if (events) for (const e of events) e.seq = ++this.lastSeq;
+    const landed = () => {
+      if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+      this.fanout(events);
+    };
+    let r: unknown;
+    try {
+      r = this.store.commit(this.sessionId, step);
+    } catch (err) {
+      this.lastSeq = before;
+      throw err;
+    }
+    if (isPromise(r)) {
+      return r.then(landed, (err) => {
+        this.lastSeq = before;
+        throw err;
+      });
+    }
+    landed();
+    return undefined;
+  }
+
+  /** Group commit: assign seqs and keep the caches now; the write and the publication come later. */
+  private group(step: StepCommit): void {
+    const gc = this.groupCommit!;
+    gc.throwIfFailed();
+    const events = step.events;
+    const firstSeq = this.lastSeq;
+    if (events) for (const e of events) e.seq = ++this.lastSeq;
+    gc.add(step, firstSeq);
+    if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+  }
+
+  /** Write whatever group commit holds now (no-op for other stores). */
+  barrier(): void {
+    this.groupCommit?.flush();
+  }
+
+  /** Resolves once what is buffered now has been written (at once when nothing is, or without group commit). */
+  durable(): Promise<void> | void {
+    return this.groupCommit?.durable();
+  }
+
+  /** Progress parts (ack, thinking) wait in the group-commit buffer: write them before a model call. */
+  flushParts(): void {
+    if (this.groupCommit?.holdsParts()) this.groupCommit.flush();
+  }
+
+  /** Under group commit, a new session's record is written with its first commit. */
+  writeWithFirstCommit(step: StepCommit): void {
+    this.groupCommit!.add(step, this.lastSeq);
+  }
+
+  get groupCommits(): boolean {
+    return this.groupCommit !== null;
+  }
+
+  private fanout(events: SessionEvent[] | undefined): void {
+    if (!events || !this.subject.observed) return;
+    for (const e of events) this.subject.next(e);
+  }
+
+  /** No more events: live subscribers complete. */
+  complete(): void {
+    this.subject.complete();
+  }
+
+  /* ------------------------------------------------------------ reading */
+
+  /**
+   * Up to `limit` written events after `afterSeq`, from the store. Under group commit, events
+   * still buffered are not there yet: they reach live subscribers when written.
+   */
+  page(afterSeq: number, limit = REPLAY_PAGE): SessionEvent[] | Promise<SessionEvent[]> {
+    return this.store.readEvents(this.sessionId, afterSeq, limit);
+  }
+
+  /** Replay after `afterSeq` page by page, then live; each event once, in seq order. */
+  events(afterSeq = 0): Observable<SessionEvent> {
+    return new Observable<SessionEvent>((sub) => {
+      let last = afterSeq;
+      let replaying = true;
+      const buffered: SessionEvent[] = [];
+      const deliver = (e: SessionEvent) => {
+        if (e.seq > last) {
+          last = e.seq;
+          sub.next(e);
+        }
+      };
+      const live = this.subject.subscribe({
+        next: (e) => (replaying ? buffered.push(e) : deliver(e)),
+        complete: () => sub.complete(),
+      });
+      const goLive = () => {
+        replaying = false;
+        for (const e of buffered) deliver(e);
+        buffered.length = 0;
+      };
+      // Pages are read until one comes back short; a synchronous store is read in a loop.
+      const onPage = (events: SessionEvent[]): boolean => {
+        for (const e of events) deliver(e);
+        if (events.length < REPLAY_PAGE || sub.closed) {
+          goLive();
+          return false;
+        }
+        return true;
+      };
+      const next = (): void => {
+        for (;;) {
+          if (last >= this.lastSeq) return goLive();
+          let r: SessionEvent[] | Promise<SessionEvent[]>;
+          try {
+            r = this.page(last);
+          } catch (err) {
+            sub.error(err);
+            return;
+          }
+          if (isPromise(r)) {
+            r.then((events) => {
+              if (onPage(events)) next();
+            }, (err) => sub.error(err));
+            return;
+          }
+          if (!onPage(r)) return;
+        }
+      };
+      if (afterSeq >= this.lastSeq) goLive();
+      else next();
+      return () => live.unsubscribe();
+    });
+  }
+
+  /** The session's mailbox (cached while awake). */
+  async mailbox(): Promise<MailboxEntry[]> {
+    if (!this.mailboxCache) {
+      this.barrier();
+      const m = await this.store.readMailbox(this.sessionId);
+      if (!this.mailboxCache) this.mailboxCache = m.slice();
+    }
+    return this.mailboxCache;
+  }
+
+  /** The incremental model history of one actor (dropped with the mailbox cache). */
+  history(actor: string): HistoryView {
+    this.histories ??= new Map();
+    let h = this.histories.get(actor);
+    if (!h) {
+      h = createHistory(actor);
+      this.histories.set(actor, h);
+    }
+    return h;
+  }
+
+  /** Drop the caches (a sleeping session keeps only its store). */
+  forget(): void {
+    this.mailboxCache = null;
+    this.histories = null;
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * One model call: builds the request from the derived history, consumes the stream, and returns
+ * what the response amounted to (a `ResponseSummary` for the machine to decide on).
+ *
+ * Contract:
+ * - respond() parts stream as `part.delta` while a call is written; a call that yields no parts
+ *   afterwards is taken back with `part.retracted`.
+ * - A progress call (the actor keeps working: ack, thinking) is published as its block completes;
+ *   a state change waits for the response's end (respond/ordering.ts) and is returned, unapplied.
+ * - The response's mailbox records (the assistant message, every respond() call's tool result,
+ *   "not run" results for tool uses a cut response never dispatches) and its `model.usage` are
+ *   committed here, in `written`, which the caller awaits after telling the machine.
+ * - Interrupted (a double-texted message joined): what the cut response already applied is
+ *   recorded, the rest never happened. Stopped (shutdown): nothing more is recorded.
+ */
+import { ModelError } from '../errors.js';
+import type { ResponseSummary } from '../machines/actor.machine.js';
+import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
+import type { ActorDefinition } from '../registries/types.js';
+import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type RespondResult } from '../respond/index.js';
+import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
+import { createRespondStreamParser } from '../respond/stream.js';
+import type { ContentBlock, MailboxEntry, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
+import type { HostCore } from './core.js';
+import type { ActorTools } from './tool-catalog.js';
+import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
+
+type Accepted = Extract<RespondResult, { ok: true }>;
+
+export type ModelCallOutcome =
+  | { kind: 'stopped' }
+  | { kind: 'interrupted'; written: void | Promise<void> }
+  | { kind: 'failed'; error: ModelError; written: void | Promise<void> }
+  | {
+      kind: 'response';
+      summary: ResponseSummary;
+      /** The state change the response asks for (applied by the caller once the machine agrees). */
+      change?: { callId: string; result: Accepted };
+      toolUses: ToolUseBlock[];
+      written: void | Promise<void>;
+    };
+
+/** Stop reasons that leave the response's tool uses undispatched. */
+const UNDISPATCHED = new Set(['max_tokens', 'model_context_window_exceeded', 'refusal']);
+
+/** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
+export function compatCall(t: ActiveTurn, b: ToolUseBlock): { result: RespondResult; content: string } {
+  const tracker = (t.compat ??= createCompatTracker());
+  const r = tracker.onCall(b.name, b.input);
+  if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
+  const parts: Part[] = [];
+  for (const e of r.events) if (e.type === 'part.received') parts.push(e.part);
+  return { result: { ok: true, call: { parts, turnState: r.completed ? 'complete' : 'awaiting' }, events: [] }, content: r.content };
+}
+
+/** The events of an accepted call: its parts in order (the caller adds the turn-state change). */
+export function partEvents(core: HostCore, t: ActiveTurn, actor: string, result: Accepted, callId: string): SessionEvent[] {
+  const { call } = result;
+  const events: SessionEvent[] = [];
+  for (let i = 0; i < call.parts.length; i++) {
+    const part = call.parts[i]!;
+    t.parts.push(part);
+    events.push(core.journal.event(t.turnId, { type: 'part.received', callId, index: i, part, turnState: call.turnState, actor }));
+  }
+  return events;
+}
+
+export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDefinition, tools: ActorTools): Promise<ModelCallOutcome> {
+  const { journal, deps } = core;
+  const actorName = actorDef.name;
+  const state = core.machine.state();
+  const mailbox = await journal.mailbox();
+  const req: ModelRequest = {
+    sessionId: core.id,
+    turnId: t.turnId,
+    actor: actorName,
+    system: tools.system,
+    messages: journal.history(actorName).update(mailbox),
+    tools: tools.modelTools as ModelTool[],
+    toolChoice: actorDef.thinking ? 'auto' : 'any',
+    ...(actorDef.model ? { model: actorDef.model } : {}),
+    ...(actorDef.maxTokens ? { maxTokens: actorDef.maxTokens } : {}),
+    ...(actorDef.thinking ? { thinking: actorDef.thinking } : {}),
+  };
+  const abort = core.modelAbort();
+  t.abort = abort;
+  t.interrupted = false;
+  const compat = actorDef.compat === 'respond_to_user';
+  const order = new ResponseOrder(deps.registries.turnStates);
+  const toolUses: ToolUseBlock[] = [];
+  let freeText = '';
+  let stopReason = 'end_turn';
+  let usage: Usage = ZERO;
+  let content: ContentBlock[] = [];
+  const respondBlocks = new Map<number, string>();
+  const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
+  // respond() calls whose part.delta events went out: one that yields no parts is retracted.
+  // Created at the first delta (a response that arrives whole allocates nothing).
+  let streamed: Set<string> | null = null;
+  const retractions = (kept: readonly OrderedCall[], reason: 'rejected' | 'interrupted' | 'failed'): SessionEvent[] => {
+    const out: SessionEvent[] = [];
+    if (streamed === null) return out;
+    for (const callId of streamed) {
+      if (!kept.some((k) => k.block.id === callId)) out.push(journal.event(t.turnId, { type: 'part.retracted', callId, reason }));
+    }
+    return out;
+  };
+  // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
+  // Other buffered records (a tool's result) ride the next write.
+  journal.flushParts();
+  try {
+    for await (const ev of deps.model.stream(req, abort.signal) as AsyncIterable<ModelEvent>) {
+      switch (ev.type) {
+        case 'block.start':
+          if (ev.block.type === 'tool_use' && ev.block.name === RESPOND_TOOL_NAME) respondBlocks.set(ev.index, ev.block.id);
+          break;
+        case 'input.delta': {
+          // The incremental parser is created on the first chunk: a call that arrives whole costs nothing.
+          let st = streams.get(ev.index);
+          if (!st) {
+            const callId = respondBlocks.get(ev.index);
+            if (callId === undefined) break;
+            st = {
+              callId,
+              parser: createRespondStreamParser((d) => {
+                if (!d.text && d.partType === undefined) return;
+                (streamed ??= new Set()).add(callId);
+                const body: SessionEventBody = d.partType === undefined
+                  ? { type: 'part.delta', callId, index: d.index, text: d.text }
+                  : { type: 'part.delta', callId, index: d.index, partType: d.partType, text: d.text };
+                void journal.commit({ events: [journal.event(t.turnId, body)] });
+              }),
+            };
+            streams.set(ev.index, st);
+          }
+          st.parser.push(ev.partialJson);
+          break;
+        }
+        case 'block.stop': {
+          const b = ev.block;
+          if (b.type === 'tool_use') {
+            streams.get(ev.index)?.parser.end();
+            if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
+              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef), content: RESPOND_OK } : compatCall(t, b);
+              const call = order.add(b, result, ok);
+              // A progress call applies at once: its parts reach subscribers now.
+              if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);
+            } else toolUses.push(b);
+          } else if (b.type === 'thinking') {
+            const part: Part = { text: b.thinking, metadata: { partType: 'reasoning-trace' } };
+            t.parts.push(part);
+            // Each thinking block is its own part: `<turnId>:thinking:<n>`, n counting the turn's
+            // reasoning traces so far (t.parts survives a restart, so n does too).
+            let n = 0;
+            for (const p of t.parts) if (p.metadata.partType === 'reasoning-trace') n++;
+            const callId = `${t.turnId}:thinking:${n}`;
+            await journal.commit({ events: [journal.event(t.turnId, { type: 'part.received', callId, index: 0, part, turnState: state, actor: actorName })] });
+          } else if (b.type === 'text') freeText += b.text;
+          break;
+        }
+        case 'message.stop':
+          stopReason = ev.stopReason;
+          usage = ev.usage;
+          content = ev.content;
+          break;
+        default:
+          break;
+      }
+    }
+  } catch (err) {
+    t.abort = null;
+    // Stopped mid-call (shutdown, deletion): record nothing more; recover() resumes the turn.
+    if (core.closed) return { kind: 'stopped' };
+    if (err instanceof ModelError && err.code === 'model.aborted' && t.interrupted) {
+      // What the cut response already applied (its ack reached the user) is recorded, so the
+      // model sees what the user saw; the rest of the response never happened.
+      const kept = order.applied();
+      const retracted = retractions(kept, 'interrupted');
+      let written: void | Promise<void> = undefined;
+      if (kept.length) {
+        const at = deps.clock.iso();
+        const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
+        for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
+        written = journal.commit({ mailbox: entries, ...(retracted.length ? { events: retracted } : {}) });
+      } else if (retracted.length) written = journal.commit({ events: retracted });
+      return { kind: 'interrupted', written };
+    }
+    const error = err instanceof ModelError ? err : new ModelError('model.unknown', err instanceof Error ? err.message : String(err), { cause: err });
+    const retracted = retractions(order.applied(), 'failed');
+    return { kind: 'failed', error, written: retracted.length ? journal.commit({ events: retracted }) : undefined };
+  }
+  t.abort = null;
+  if (t.interrupted) {
+    // A message joined after the call's last abort check: this response never saw it.
+    const retracted = retractions(order.applied(), 'interrupted');
+    return { kind: 'interrupted', written: retracted.length ? journal.commit({ events: retracted }) : undefined };
+  }
+  t.usage = addUsage(t.usage, usage);
+
+  const { change: deferred, rejected } = order.finish(toolUses);
+  const at = deps.clock.iso();
+  const mailbox2: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content }];
+  for (const a of order.calls) {
+    const r = a.result;
+    mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: r.ok ? a.content : r.message, isError: !r.ok });
+  }
+  if (UNDISPATCHED.has(stopReason)) {
+    // These calls are never dispatched; the history must still answer each tool_use or the next request is refused.
+    for (const u of toolUses) {
+      mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, content: `Not run: the response ended (${stopReason}) before ${u.name} could be called.`, isError: true });
+    }
+  }
+  // Calls that will become parts: the accepted ones.
+  const events = retractions(order.accepted(), 'rejected');
+  events.push(journal.event(t.turnId, { type: 'model.usage', actor: actorName, usage, stopReason: stopReason as any }));
+  const step: StepCommit = { events, mailbox: mailbox2 };
+  let change: { callId: string; result: Accepted } | undefined = deferred ? { callId: deferred.block.id, result: deferred.result } : undefined;
+  let applied = order.calls.length - rejected;
+  if (order.calls.length === 0 && compat && freeText.trim() !== '') {
+    // Spec 003: without respond_to_user, the final text is what gets delivered (fallback).
+    t.compat ??= createCompatTracker();
+    t.compat.onAssistantText(freeText);
+    const callId = `${t.turnId}:fallback`;
+    const { result } = compatCall(t, { type: 'tool_use', id: callId, name: 'mark_work_complete', input: {} });
+    if (result.ok) {
+      change = { callId, result };
+      applied = 1;
+    }
+  }
+  const summary: ResponseSummary = {
+    toolUses: UNDISPATCHED.has(stopReason) ? 0 : toolUses.length,
+    rejected,
+    applied,
+    freeText: freeText !== '',
+    stopReason,
+  };
+  if (change) {
+    const { call } = change.result;
+    const receiver = call.passTo ? deps.registries.actors.get(call.passTo) : undefined;
+    summary.change = {
+      to: call.turnState,
+      ...(call.passTo ? { passTo: call.passTo } : {}),
+      ...(receiver ? { limits: boundsOf(core, receiver) } : {}),
+    };
+  }
+  return { kind: 'response', summary, ...(change ? { change } : {}), toolUses, written: journal.commit(step) };
+}
+
+/** A progress call: its parts, then respond()'s own `turnState.changed` (the state it keeps). */
+async function publishProgress(core: HostCore, t: ActiveTurn, actor: string, result: Accepted, callId: string, state: string): Promise<void> {
+  const events = partEvents(core, t, actor, result, callId);
+  events.push(core.journal.event(t.turnId, { type: 'turnState.changed', from: state, to: result.call.turnState, actor }));
+  await core.journal.commit({ events });
+}
+
+/** An actor's bounds for its turn: its own, else the runtime's. */
+export function boundsOf(core: HostCore, actor: ActorDefinition) {
+  return {
+    maxModelCalls: actor.maxModelCalls ?? core.deps.limits.maxModelCallsPerTurn,
+    maxRespondRetries: actor.maxRespondRetries ?? core.deps.limits.maxRespondRetries,
+  };
+}

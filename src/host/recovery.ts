@@ -1,0 +1,106 @@
+/**
+ * Recovery: after a restart, a plan for an unfinished turn, computed from what the store holds
+ * (the host state persisted with the last snapshot, the log, the mailbox, the approval records).
+ * The facade feeds the plan to the machine as events; the machine decides what follows.
+ *
+ * At most once: a tool call whose `tool.called` was recorded without a result is never run again
+ * (the model is told its outcome is unknown); a call never started is dispatched now; an approval
+ * resolved in the store but never published is applied now.
+ */
+import type { ApprovalRecord, MailboxEntry, SessionEvent, ToolUseBlock } from '../types.js';
+import { RESPOND_TOOL_NAME, type RespondResult } from '../respond/index.js';
+import { parseRespondBlock } from '../respond/ordering.js';
+import type { HostCore } from './core.js';
+import { denialText, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
+import type { ActiveTurn, HostState } from './turn.js';
+
+export interface RecoveryPlan {
+  /** A state change the log recorded after the last snapshot (the machine replays it silently). */
+  replayChange?: string;
+  /** Outcomes to record for calls that will never run (again). */
+  outcomes: ToolOutcome[];
+  /** Tool uses of the last response that never started: safe to dispatch now. */
+  dispatch: { actor: string; uses: ToolUseBlock[] };
+  /** Approvals resolved in the store whose resolution was never published. */
+  resolve: ApprovalRecord[];
+  /** A state-changing respond() whose response committed but whose parts and state did not. */
+  change?: { actor: string; callId: string; result: Extract<RespondResult, { ok: true }> };
+}
+
+export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable<HostState['turn']>): Promise<RecoveryPlan> {
+  const { deps, journal } = core;
+  const mailbox = await journal.mailbox();
+  const events = await deps.store.readEvents(core.id, 0);
+  const called = new Set<string>();
+  const resulted = new Set<string>();
+  let lastChange: string | undefined;
+  // Parts published after the last persisted snapshot belong to the turn too.
+  const known = new Set(t.parts.map((p) => JSON.stringify(p)));
+  for (const e of events) {
+    if (e.turnId !== t.turnId) continue;
+    if (e.type === 'tool.called') called.add(e.callId);
+    else if (e.type === 'tool.result') resulted.add(e.callId);
+    else if (e.type === 'turnState.changed') lastChange = e.to;
+    else if (e.type === 'part.received') {
+      const key = JSON.stringify(e.part);
+      if (!known.has(key)) {
+        known.add(key);
+        t.parts.push(e.part);
+      }
+    }
+  }
+  for (const m of mailbox) if (m.turnId === t.turnId && m.kind === 'tool_result') resulted.add(m.callId);
+
+  const actor = core.machine.actingActor();
+  const plan: RecoveryPlan = { outcomes: [], dispatch: { actor, uses: [] }, resolve: [] };
+  if (lastChange !== undefined && lastChange !== core.machine.state()) plan.replayChange = lastChange;
+
+  const approvals = (await deps.store.listApprovals({ sessionId: core.id })).filter((a) => a.turnId === t.turnId);
+  const resolvedInLog = new Set<string>();
+  for (const e of events) if (e.type === 'approval.resolved') resolvedInLog.add(e.approvalId);
+  const outcome = (c: { id: string; tool: string }, content: string): ToolOutcome => ({ turnId: t.turnId, actor, callId: c.id, tool: c.tool, content, isError: true });
+  for (const m of mailbox) {
+    if (m.turnId !== t.turnId || m.kind !== 'assistant') continue;
+    for (const b of m.content) {
+      if (b.type !== 'tool_use' || b.name === RESPOND_TOOL_NAME || resulted.has(b.id)) continue;
+      const c = { id: b.id, tool: b.name, args: b.input };
+      const appr = approvals.find((a) => a.callId === c.id);
+      if (appr) {
+        if (appr.status === 'pending') t.pending.set(c.id, { callId: c.id, tool: c.tool, args: c.args, kind: 'approval', approvalId: appr.approvalId });
+        else if (resolvedInLog.has(appr.approvalId)) {
+          // approval.resolved commits before an approved call runs: it may have run, so never again.
+          plan.outcomes.push(outcome(c, appr.status === 'denied' ? denialText(appr.resolution?.reason) : unknownOutcomeText(c.tool)));
+        } else {
+          t.pending.set(appr.callId, { callId: appr.callId, tool: appr.tool, args: appr.args, kind: 'approval', approvalId: appr.approvalId });
+          plan.resolve.push(appr);
+        }
+        continue;
+      }
+      const client = h.pending.find((p) => p.callId === c.id && p.kind === 'client');
+      if (client) t.pending.set(c.id, client);
+      else if (called.has(c.id)) plan.outcomes.push(outcome(c, unknownOutcomeText(c.tool)));
+      else plan.dispatch.uses.push({ type: 'tool_use', id: c.id, name: c.tool, input: c.args });
+    }
+  }
+  const change = unappliedChange(core, t, mailbox, events);
+  if (change) plan.change = change;
+  return plan;
+}
+
+/** The last response's state-changing respond() call, committed but never applied. */
+function unappliedChange(core: HostCore, t: ActiveTurn, mailbox: readonly MailboxEntry[], events: readonly SessionEvent[]): RecoveryPlan['change'] {
+  const last = mailbox.findLast((m) => m.turnId === t.turnId && m.kind === 'assistant');
+  if (last?.kind !== 'assistant') return undefined;
+  const def = core.deps.registries.actors.get(last.actor);
+  if (!def) return undefined;
+  for (const b of last.content) {
+    if (b.type !== 'tool_use' || b.name !== RESPOND_TOOL_NAME) continue;
+    const ack = mailbox.find((m) => m.kind === 'tool_result' && m.callId === b.id);
+    if (!ack || (ack.kind === 'tool_result' && ack.isError)) continue;
+    if (events.some((e) => e.type === 'part.received' && e.callId === b.id)) continue;
+    const r = parseRespondBlock(core.deps.parser, b, def);
+    // A call that keeps the actor working was applied as it arrived; only a change can be pending.
+    if (r.ok && r.call.turnState !== core.machine.state()) return { actor: last.actor, callId: b.id, result: r };
+  }
+  return undefined;
+}

@@ -1,0 +1,76 @@
+/**
+ * Settlement: what a turn ending in `state` publishes, and the outcome its sender receives.
+ *
+ * Contract:
+ * - A state that emits an envelope gets one: its parts and the turn's data-bearing records
+ *   (envelope/assemble.ts), plus an llm-context part when the sender consumes one (produced once,
+ *   by the context model; a failed translation leaves it out and never fails the turn).
+ * - A turn that ends in `error` always carries a user-facing `error` part.
+ * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
+ */
+import type { TurnOutcome } from '../api.js';
+import { assembleEnvelope, collectData } from '../envelope/assemble.js';
+import type { Envelope, Part, SessionEvent } from '../types.js';
+import type { HostCore } from './core.js';
+import { addUsage, type ActiveTurn } from './turn.js';
+
+export const GENERIC_ERROR_TEXT = 'Sorry, something went wrong and I could not finish this request.';
+
+/** The events that settle `t` in `state`, and the outcome to hand its sender once they are durable. */
+export async function settlement(core: HostCore, t: ActiveTurn, state: string, emitsEnvelope: boolean): Promise<{ events: SessionEvent[]; outcome: TurnOutcome }> {
+  const { journal, deps } = core;
+  const actor = core.machine.actingActor();
+  const events: SessionEvent[] = [];
+  let envelope: Envelope | undefined;
+  if (emitsEnvelope) {
+    const mailbox = await journal.mailbox();
+    let llmContext: Part | undefined;
+    if (t.opts.consumesLlmContext && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+      try {
+        const r = await deps.produceLlmContext(deps.contextModel, {
+          sessionId: core.id,
+          turnId: t.turnId,
+          actor,
+          parts: t.parts,
+          data: collectData(mailbox, t.turnId).map((d) => d.data),
+          signal: new AbortController().signal,
+        });
+        llmContext = r.part;
+        t.usage = addUsage(t.usage, r.usage);
+        t.parts.push(llmContext);
+        // The translation is a model call of the turn: turn.settled.usage stays the sum of model.usage.
+        events.push(journal.event(t.turnId, { type: 'model.usage', actor, usage: r.usage }));
+        events.push(journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:llm-context`, index: 0, part: llmContext, turnState: state, actor }));
+      } catch {
+        // llm-context is an enrichment: a failed translation leaves it out, never fails the turn.
+      }
+    }
+    envelope = assembleEnvelope({
+      partTypes: deps.registries.partTypes,
+      parts: llmContext ? t.parts.slice(0, -1) : t.parts,
+      mailbox,
+      sessionId: core.id,
+      turnId: t.turnId,
+      producedAt: deps.clock.iso(),
+      finalizedBy: state,
+      ...(llmContext ? { llmContext } : {}),
+    });
+    events.push(journal.event(t.turnId, { type: 'envelope.settled', envelope }));
+  }
+  const ctxErr = core.machine.context().error;
+  const error = t.error ?? (state === 'error' && ctxErr ? ctxErr : undefined);
+  if (state === 'error' && !t.parts.some((p) => p.metadata.partType === 'error')) {
+    // A budget or internal failure: the user still gets an error part.
+    const part: Part = { text: GENERIC_ERROR_TEXT, metadata: { partType: 'error', ...(error ? { code: error.code } : {}) } };
+    t.parts.push(part);
+    events.unshift(journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor }));
+  }
+  const stop = t.stop ?? (state === 'error' && error ? 'error' : undefined);
+  events.push(journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}) }));
+  const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
+  if (envelope) outcome.envelope = envelope;
+  if (t.compat?.userResponse !== undefined) outcome.userResponse = t.compat.userResponse;
+  if (stop) outcome.stop = stop;
+  if (error) outcome.error = error;
+  return { events, outcome };
+}

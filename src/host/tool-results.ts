@@ -1,0 +1,61 @@
+/**
+ * The one builder of a tool call's outcome: the `tool.result` event every subscriber sees and the
+ * mailbox entry the model's history is derived from, always together. The texts the model reads
+ * for a denial or an unknown outcome live here once.
+ */
+import type { StepCommit } from '../machines/ports.js';
+import type { MailboxEntry, SessionEvent } from '../types.js';
+import type { Journal } from './journal.js';
+
+/** What the model reads when a call was denied (by a person or a policy). */
+export const TOOL_CALL_DENIED = 'Tool call denied';
+
+export function denialText(reason?: string): string {
+  return reason ? `${TOOL_CALL_DENIED}: ${reason}` : TOOL_CALL_DENIED;
+}
+
+/** What the model reads for a call that may have run when the process stopped (never run twice). */
+export function unknownOutcomeText(tool: string): string {
+  return `The outcome of ${tool} is unknown: the runtime restarted while it was running, and it was not run again. Check its effect before calling it again.`;
+}
+
+export interface ToolOutcome {
+  turnId: string;
+  actor: string;
+  callId: string;
+  tool: string;
+  /** What the model reads (the llm-session view). */
+  content: string;
+  isError: boolean;
+  /** What subscribers see (the ui-stream view); the content when not given. */
+  view?: unknown;
+}
+
+/** Collects outcomes into one step: each outcome is one event plus one mailbox entry. */
+export class OutcomeBatch {
+  readonly events: SessionEvent[] = [];
+  readonly mailbox: MailboxEntry[] = [];
+
+  constructor(private readonly journal: Journal, private readonly at: string) {}
+
+  add(o: ToolOutcome): this {
+    this.events.push(
+      this.journal.event(o.turnId, { type: 'tool.result', callId: o.callId, tool: o.tool, view: 'view' in o ? o.view : o.content, isError: o.isError }),
+    );
+    this.mailbox.push({ kind: 'tool_result', turnId: o.turnId, at: this.at, actor: o.actor, callId: o.callId, tool: o.tool, content: o.content, isError: o.isError });
+    return this;
+  }
+
+  get size(): number {
+    return this.events.length;
+  }
+
+  step(): StepCommit {
+    return { events: this.events, mailbox: this.mailbox };
+  }
+}
+
+/** One outcome as one step. */
+export function outcomeStep(journal: Journal, at: string, o: ToolOutcome): StepCommit {
+  return new OutcomeBatch(journal, at).add(o).step();
+}
