@@ -10,9 +10,13 @@
 import type { ApprovalRecord, MailboxEntry, SessionEvent, ToolUseBlock } from '../types.js';
 import { RESPOND_TOOL_NAME, type RespondResult } from '../respond/index.js';
 import { parseRespondBlock } from '../respond/ordering.js';
+import { applyResolution } from './approval-answers.js';
 import type { HostCore } from './core.js';
-import { denialText, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
-import type { ActiveTurn, HostState } from './turn.js';
+import type { EffectLoop } from './effect-loop.js';
+import { boundsOf, partEvents } from './model-call.js';
+import { dispatchTools } from './tool-dispatch.js';
+import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
+import { CALLS_ANSWERED, type ActiveTurn, type HostState } from './turn.js';
 
 export interface RecoveryPlan {
   /** A state change the log recorded after the last snapshot (the machine replays it silently). */
@@ -25,6 +29,48 @@ export interface RecoveryPlan {
   resolve: ApprovalRecord[];
   /** A state-changing respond() whose response committed but whose parts and state did not. */
   change?: { actor: string; callId: string; result: Extract<RespondResult, { ok: true }> };
+}
+
+/** Feed an unfinished turn's recovery plan to the machine; the caller runs the effect loop after. */
+export async function recoverTurn(core: HostCore, loop: EffectLoop, t: ActiveTurn, h: NonNullable<HostState['turn']>): Promise<void> {
+  const { machine, journal, deps } = core;
+  const plan = await planRecovery(core, t, h);
+  if (plan.replayChange) {
+    // The log already holds this change's announcement: replay it silently.
+    for (const fx of machine.ask({ type: 'RESPOND', to: plan.replayChange })) {
+      if (fx.type !== 'state.changed' && fx.type !== 'actor.passed') machine.effects.push(fx);
+    }
+  }
+  if (plan.outcomes.length) {
+    const batch = new OutcomeBatch(journal, deps.clock.iso());
+    for (const o of plan.outcomes) batch.add(o);
+    await journal.commit(batch.step());
+  }
+  const actorDef = deps.registries.actors.get(plan.dispatch.actor);
+  if (plan.dispatch.uses.length && actorDef) {
+    await dispatchTools(core, t, plan.dispatch.actor, plan.dispatch.uses, deps.catalog.forActor(actorDef, t.opts));
+  }
+  for (const appr of plan.resolve) await applyResolution(core, t, appr);
+  if (plan.change && t.pending.size === 0) {
+    const { actor, callId, result } = plan.change;
+    loop.publish(partEvents(core, t, actor, result, callId));
+    t.handoffParts = result.call.parts;
+    const receiver = result.call.passTo ? deps.registries.actors.get(result.call.passTo) : undefined;
+    machine.send({
+      type: 'RESPOND',
+      to: result.call.turnState,
+      ...(result.call.passTo ? { passTo: result.call.passTo } : {}),
+      ...(receiver ? { limits: boundsOf(core, receiver) } : {}),
+    });
+  }
+  if (machine.effects.length === 0) {
+    // Every pending call answered while the process was down: the machine may resume the turn.
+    const answered = { type: 'RESUME', resumeOn: CALLS_ANSWERED } as const;
+    if (t.pending.size === 0 && machine.can(answered)) machine.send(answered);
+    else machine.send({ type: 'RECOVER', pending: t.pending.size });
+  }
+  // A snapshot from before the machine kept where a turn rests: the turn waits.
+  if (machine.effects.length === 0) machine.effects.push({ type: 'hold', state: machine.state() });
 }
 
 export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable<HostState['turn']>): Promise<RecoveryPlan> {

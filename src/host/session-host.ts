@@ -23,31 +23,22 @@ import type {
 } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PersistedSession, SessionRecord } from '../machines/ports.js';
-import type { SessionEffect, SessionMachineEvent } from '../machines/session.machine.js';
+import type { SessionMachineEvent } from '../machines/session.machine.js';
 import { RESPOND_TOOL_NAME, isCompatTool } from '../respond/index.js';
-import type { AnswerResult, ApprovalRecord, ExecutionRecord, InboundMessage, MailboxEntry, Part, Principal, SessionEvent } from '../types.js';
+import type { AnswerResult, ApprovalRecord, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
 import { applyResolution, resolveApproval } from './approval-answers.js';
-import type { HostCore, HostDeps } from './core.js';
+import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
-import { callModel, partEvents } from './model-call.js';
-import { planRecovery } from './recovery.js';
-import { settlement } from './settlement.js';
-import { dispatchTools } from './tool-dispatch.js';
-import { OutcomeBatch, outcomeStep } from './tool-results.js';
-import { deferred, userFacingModelError, ZERO, type ActiveTurn, type HostState, type QueuedMessage } from './turn.js';
+import { outcomeStep } from './tool-results.js';
+import { EffectLoop, type LoopOwner } from './effect-loop.js';
+import { recoverTurn } from './recovery.js';
+import { CALLS_ANSWERED, deferred, newTurn, ZERO, type ActiveTurn, type HostState, type QueuedMessage } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
-/** What the loop does after an effect: go on, or stop because the turn waits or has settled. */
-const GO_ON = 0;
-const HELD = 1;
-const SETTLED = 2;
 
-/** The resume kind that tells a held turn its pending calls are all answered. */
-const CALLS_ANSWERED = 'approval-response';
-
-export class SessionHost implements SessionHandle, HostCore {
+export class SessionHost implements SessionHandle, LoopOwner {
   readonly id: string;
   readonly record: SessionRecord;
   readonly deps: HostDeps;
@@ -60,11 +51,7 @@ export class SessionHost implements SessionHandle, HostCore {
   private idleWaiters: (() => void)[] = [];
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
-  /** What executed effects published and is not committed yet (committed at the next boundary). */
-  private out: SessionEvent[] = [];
-  private outMailbox: MailboxEntry[] = [];
-  /** A turn-state change is among `out`: the next commit carries the snapshot. */
-  private changed = false;
+  private readonly loop = new EffectLoop(this);
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
     this.deps = deps;
@@ -246,20 +233,7 @@ export class SessionHost implements SessionHandle, HostCore {
   }
 
   private startTurn(turnId: string, input: InboundMessage, opts: SendOptions, d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void }): void {
-    const t: ActiveTurn = {
-      turnId,
-      input,
-      opts,
-      parts: [],
-      usage: ZERO,
-      pending: new Map(),
-      joined: [],
-      abort: null,
-      interrupted: false,
-      running: false,
-      resolve: d.resolve,
-      promise: d.promise,
-    };
+    const t = newTurn(turnId, input, opts, d);
     this.turn = t;
     this.machine.adopt(this.deps.machine());
     const entry = this.deps.registries.actors.get(this.record.actor);
@@ -273,8 +247,8 @@ export class SessionHost implements SessionHandle, HostCore {
     );
     // With group commit the message is written with the rest of this event-loop turn, before
     // anything about it is published and before any side effect of the turn.
-    if (r) void r.then(() => this.pump(t));
-    else void this.pump(t);
+    if (r) void r.then(() => this.loop.pump(t));
+    else void this.loop.pump(t);
   }
 
   async inject(injection: Injection): Promise<TurnRef | undefined> {
@@ -340,207 +314,28 @@ export class SessionHost implements SessionHandle, HostCore {
     t.resolve = d.resolve;
     t.promise = d.promise;
     this.machine.send(event);
-    void this.pump(t);
+    void this.loop.pump(t);
     return { turnId: t.turnId, queued: false, settled: d.promise };
   }
 
-  /* ------------------------------------------------------------ the effect loop */
-
-  /** Execute queued effects until the turn waits or settles. One loop per turn at a time. */
-  private async pump(t: ActiveTurn): Promise<void> {
-    if (t.running) return;
-    t.running = true;
-    let end = GO_ON;
-    try {
-      do {
-        try {
-          end = await this.drain(t);
-        } catch (err) {
-          end = await this.fail(t, err);
-        }
-        // Effects queued while the loop was stopping (a resume racing a hold) run now.
-      } while (end === HELD && this.machine.effects.length > 0 && !this.closed && this.turn === t);
-    } finally {
-      t.running = false;
-    }
-    if (end === SETTLED) this.next();
-  }
-
-  private async drain(t: ActiveTurn): Promise<number> {
-    const effects = this.machine.effects;
-    while (effects.length > 0) {
-      if (this.closed) return GO_ON;
-      const end = await this.execute(t, effects.shift()!);
-      if (end !== GO_ON) return end;
-    }
-    await this.flush();
-    return GO_ON;
-  }
-
-  private async execute(t: ActiveTurn, fx: SessionEffect): Promise<number> {
-    switch (fx.type) {
-      case 'state.changed':
-        this.out.push(this.journal.event(t.turnId, { type: 'turnState.changed', from: fx.from, to: fx.to, actor: fx.actor }));
-        this.changed = true;
-        return GO_ON;
-      case 'actor.passed': {
-        // The hand-off's record: the receiver's history shows what the sender handed over.
-        const parts = t.handoffParts ?? [];
-        this.outMailbox.push({ kind: 'handoff', turnId: t.turnId, at: this.deps.clock.iso(), from: fx.from, to: fx.to, parts });
-        this.out.push(this.journal.event(t.turnId, { type: 'actor.passed', from: fx.from, to: fx.to }));
-        return GO_ON;
-      }
-      case 'fail': {
-        t.stop = fx.stop ?? 'error';
-        t.error = { code: fx.code, message: fx.message };
-        if (fx.userText) {
-          const part: Part = { text: fx.userText, metadata: { partType: 'error', code: fx.code } };
-          t.parts.push(part);
-          this.out.push(this.journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor: this.machine.actingActor() }));
-        }
-        return GO_ON;
-      }
-      case 'join':
-        return GO_ON;
-      case 'model.next':
-        await this.flush();
-        this.machine.send({ type: 'CALL' });
-        return GO_ON;
-      case 'model.call':
-        await this.flush();
-        await this.callModel(t);
-        return GO_ON;
-      case 'tools.dispatch': {
-        await this.flush();
-        const r = t.response!;
-        await dispatchTools(this, t, r.actor, r.toolUses, r.tools);
-        this.machine.send({ type: 'TOOLS_DONE', pending: t.pending.size });
-        return GO_ON;
-      }
-      case 'nudge':
-        this.outMailbox.push({
-          kind: 'nudge',
-          turnId: t.turnId,
-          at: this.deps.clock.iso(),
-          actor: this.machine.actingActor(),
-          text: `Your last message${fx.freeText ? ' contained text outside respond() and' : ''} was not delivered to anyone. Produce all output by calling the respond() tool.`,
-        });
-        await this.flush();
-        return GO_ON;
-      case 'hold':
-        await this.flush();
-        this.journal.barrier();
-        t.resolve({ turnId: t.turnId, finalizedBy: fx.state, parts: t.parts.slice(), usage: t.usage });
-        return HELD;
-      case 'settle':
-        await this.settle(t, fx.state, fx.emitsEnvelope);
-        return SETTLED;
-    }
-  }
-
-  /** Commit what executed effects published (with the snapshot when the turn state changed). */
-  private flush(withSnapshot = this.changed): void | Promise<void> {
-    if (this.out.length === 0 && this.outMailbox.length === 0 && !withSnapshot) return;
-    const step = { events: this.out, ...(this.outMailbox.length ? { mailbox: this.outMailbox } : {}) };
-    this.out = [];
-    this.outMailbox = [];
-    this.changed = false;
-    return this.journal.commit(step, withSnapshot);
-  }
-
-  /** One model call; its outcome goes back to the machine. */
-  private async callModel(t: ActiveTurn): Promise<void> {
-    const actorName = this.machine.actingActor();
-    const actorDef = this.deps.registries.actors.get(actorName);
-    if (!actorDef) throw new TurnstateError('actor.unknown', `no actor named "${actorName}" is registered`);
-    const tools = this.deps.catalog.forActor(actorDef, t.opts);
-    if (t.joined.length) {
-      const at = this.deps.clock.iso();
-      const joined = t.joined.map((m): MailboxEntry => ({ kind: 'user', turnId: t.turnId, at, text: m.text, ...(m.principal ? { principal: m.principal } : {}) }));
-      t.joined = [];
-      await this.journal.commit({ mailbox: joined }, true);
-    }
-    const o = await callModel(this, t, actorDef, tools);
-    switch (o.kind) {
-      case 'stopped':
-        return;
-      case 'interrupted':
-        await o.written;
-        this.machine.send({ type: 'INTERRUPTED' });
-        return;
-      case 'failed':
-        await o.written;
-        this.machine.send({ type: 'FAIL', code: o.error.code, message: o.error.message, userText: userFacingModelError(o.error), stop: 'error' });
-        return;
-      case 'response':
-        t.response = { actor: actorName, tools, toolUses: o.toolUses };
-        if (o.change) {
-          // The change's parts come before the change itself (respond(): parts, then the state).
-          for (const e of partEvents(this, t, actorName, o.change.result, o.change.callId)) this.out.push(e);
-          t.handoffParts = o.change.result.call.parts;
-        }
-        // Told before the response's records are awaited: from here the machine knows where the
-        // turn goes (a double-texted message sees a turn that is ending, and queues).
-        this.machine.send({ type: 'MODEL_DONE', ...o.summary });
-        await o.written;
-        return;
-    }
-  }
-
-  /** Settle the turn: its events, the joined messages it never answered as turns, the outcome. */
-  private async settle(t: ActiveTurn, state: string, emitsEnvelope: boolean): Promise<void> {
-    await this.flush(false);
-    const { events, outcome } = await settlement(this, t, state, emitsEnvelope);
-    // A message that joined too late for the model to see it is not lost: it becomes a turn.
+  requeue(t: ActiveTurn): void {
     for (let i = t.joined.length - 1; i >= 0; i--) {
-      const d = deferred<TurnOutcome>();
-      this.queue.unshift({ turnId: this.deps.newId('turn'), message: t.joined[i]!, opts: t.opts, ...d });
+      this.queue.unshift({ turnId: this.deps.newId('turn'), message: t.joined[i]!, opts: t.opts, ...deferred<TurnOutcome>() });
     }
     t.joined = [];
-    this.machine.send({ type: 'SETTLE' });
+  }
+
+  endTurn(): void {
     this.turn = null;
-    await this.journal.commit({ events }, true);
-    this.journal.barrier();
-    t.resolve(outcome);
   }
 
-  /** An error inside the loop fails the turn through the machine; if even that fails, waiters are released. */
-  private async fail(t: ActiveTurn, err: unknown): Promise<number> {
-    // A host stopped mid-step (shutdown, passivation) records nothing more; recover() resumes it.
-    if (this.closed || this.turn !== t) return GO_ON;
-    const code = err instanceof TurnstateError ? err.code : 'runtime.internal';
-    const message = err instanceof Error ? err.message : String(err);
-    // What the failed step had not committed never happened.
-    this.machine.effects.length = 0;
-    this.out = [];
-    this.outMailbox = [];
-    this.changed = false;
-    try {
-      t.stop = 'error';
-      t.error = { code, message };
-      const effects = this.machine.ask({ type: 'FAIL', code, message });
-      // Not taken: the turn was already ending, so it settles where it stands.
-      if (effects.length === 0) this.machine.send({ type: 'RECOVER' });
-      else this.machine.effects.push(...effects);
-      if (this.machine.effects.length === 0) throw err;
-      return await this.drain(t);
-    } catch {
-      // The store itself failed: nothing more can be recorded; release waiters.
-      this.machine.effects.length = 0;
-      t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error: { code, message } });
-      this.turn = null;
-      this.flushIdle();
-      return GO_ON;
-    }
-  }
-
-  private next(): void {
+  next(): void {
     const q = this.queue.shift();
     if (q) this.startTurn(q.turnId, q.message, q.opts, q);
-    else this.flushIdle();
+    else this.released();
   }
 
-  private flushIdle(): void {
+  released(): void {
     if (this.busy) return;
     const w = this.idleWaiters;
     this.idleWaiters = [];
@@ -552,9 +347,8 @@ export class SessionHost implements SessionHandle, HostCore {
   /* ------------------------------------------------------------ recovery */
 
   /**
-   * Resume an unfinished turn after a restart: its recovery plan (recovery.ts) is fed to the
-   * machine as events, and the machine decides whether the turn waits, calls the model again or
-   * settles.
+   * Resume after a restart: queued messages go back in line; an unfinished turn's recovery plan
+   * (recovery.ts) is fed to the machine, which decides whether it waits, calls again or settles.
    */
   async recover(host: HostState | undefined): Promise<void> {
     const state = this.turnState();
@@ -565,61 +359,13 @@ export class SessionHost implements SessionHandle, HostCore {
       return;
     }
     const h = host.turn;
-    const d = deferred<TurnOutcome>();
-    const t: ActiveTurn = {
-      turnId: h.turnId,
-      input: h.input,
-      opts: h.opts,
-      parts: h.parts,
-      usage: h.usage,
-      pending: new Map(),
-      joined: h.joined ?? [],
-      abort: null,
-      interrupted: false,
-      running: false,
-      resolve: d.resolve,
-      promise: d.promise,
-    };
+    const t = newTurn(h.turnId, h.input, h.opts, deferred<TurnOutcome>());
+    t.parts = h.parts;
+    t.usage = h.usage;
+    t.joined = h.joined ?? [];
     this.turn = t;
-    const plan = await planRecovery(this, t, h);
-    if (plan.replayChange) {
-      // The log already holds this change's announcement: replay it silently.
-      for (const fx of this.machine.ask({ type: 'RESPOND', to: plan.replayChange })) {
-        if (fx.type !== 'state.changed' && fx.type !== 'actor.passed') this.machine.effects.push(fx);
-      }
-    }
-    if (plan.outcomes.length) {
-      const batch = new OutcomeBatch(this.journal, this.deps.clock.iso());
-      for (const o of plan.outcomes) batch.add(o);
-      await this.journal.commit(batch.step());
-    }
-    const actorDef = this.deps.registries.actors.get(plan.dispatch.actor);
-    if (plan.dispatch.uses.length && actorDef) {
-      await dispatchTools(this, t, plan.dispatch.actor, plan.dispatch.uses, this.deps.catalog.forActor(actorDef, t.opts));
-    }
-    for (const appr of plan.resolve) await applyResolution(this, t, appr);
-    if (plan.change && t.pending.size === 0) {
-      const { actor, callId, result } = plan.change;
-      for (const e of partEvents(this, t, actor, result, callId)) this.out.push(e);
-      t.handoffParts = result.call.parts;
-      const receiver = result.call.passTo ? this.deps.registries.actors.get(result.call.passTo) : undefined;
-      this.machine.send({
-        type: 'RESPOND',
-        to: result.call.turnState,
-        ...(result.call.passTo ? { passTo: result.call.passTo } : {}),
-        ...(receiver ? { limits: { maxModelCalls: receiver.maxModelCalls ?? this.deps.limits.maxModelCallsPerTurn, maxRespondRetries: receiver.maxRespondRetries ?? this.deps.limits.maxRespondRetries } } : {}),
-      });
-    }
-    if (this.machine.effects.length === 0) {
-      // Every pending call answered while the process was down: the machine may resume the turn.
-      if (t.pending.size === 0 && this.machine.can({ type: 'RESUME', resumeOn: CALLS_ANSWERED })) this.machine.send({ type: 'RESUME', resumeOn: CALLS_ANSWERED });
-      else this.machine.send({ type: 'RECOVER', pending: t.pending.size });
-    }
-    if (this.machine.effects.length === 0) {
-      // A snapshot from before the machine kept where a turn rests: the turn waits.
-      this.machine.effects.push({ type: 'hold', state: this.turnState() });
-    }
-    void this.pump(t);
+    await recoverTurn(this, this.loop, t, h);
+    void this.loop.pump(t);
   }
 
   /** Stop the live actor (passivation or shutdown). Events already committed stay in the store. */

@@ -51,6 +51,16 @@ export interface ActiveTurn {
   promise: Promise<TurnOutcome>;
 }
 
+/** A turn that has just started (or is being restored): nothing produced yet. */
+export function newTurn(
+  turnId: string,
+  input: InboundMessage,
+  opts: SendOptions,
+  d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void },
+): ActiveTurn {
+  return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), joined: [], abort: null, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
+}
+
 /** What the host persists besides the machine snapshot. */
 export interface HostState {
   turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
@@ -59,6 +69,8 @@ export interface HostState {
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';
+/** The resume kind that tells a held turn its pending calls are all answered. */
+export const CALLS_ANSWERED = 'approval-response';
 /** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
 export const NEVER_ABORTED = new AbortController().signal;
 

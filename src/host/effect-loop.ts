@@ -1,0 +1,233 @@
+/**
+ * The effect loop: executes, in order, the effects the session machine emits, and sends each
+ * outcome back as an event. One loop per turn at a time; it stops when the turn waits (`hold`) or
+ * has settled (`settle`), and runs again when an event (a resume) queues new effects.
+ *
+ * What executed effects publish is buffered and committed at the next boundary (before a model
+ * call, a dispatch, a hold or a settlement), with the machine's snapshot when the turn state
+ * changed.
+ */
+import type { SessionEffect } from '../machines/session.machine.js';
+import { TurnstateError } from '../errors.js';
+import type { MailboxEntry, Part, SessionEvent } from '../types.js';
+import type { HostCore } from './core.js';
+import { callModel, partEvents } from './model-call.js';
+import { settlement } from './settlement.js';
+import { dispatchTools } from './tool-dispatch.js';
+import { userFacingModelError, type ActiveTurn } from './turn.js';
+
+/** What the loop does after an effect: go on, or stop because the turn waits or has settled. */
+const GO_ON = 0;
+const HELD = 1;
+const SETTLED = 2;
+
+/** What the loop needs from the session that owns it. */
+export interface LoopOwner extends HostCore {
+  /** Joined messages the turn never answered become turns of their own, first in line. */
+  requeue(t: ActiveTurn): void;
+  /** The turn is over (settled, or abandoned because the store failed). */
+  endTurn(): void;
+  /** Start the next queued turn, or go idle. */
+  next(): void;
+  /** No turn runs any more: release whoever waits for the session to be idle. */
+  released(): void;
+}
+
+export class EffectLoop {
+  /** What executed effects published and is not committed yet. */
+  private out: SessionEvent[] = [];
+  private outMailbox: MailboxEntry[] = [];
+  /** A turn-state change is among `out`: the next commit carries the snapshot. */
+  private changed = false;
+
+  constructor(private readonly host: LoopOwner) {}
+
+  /** Publish with the next commit (parts that must come before the effects queued now). */
+  publish(events: readonly SessionEvent[]): void {
+    for (const e of events) this.out.push(e);
+  }
+
+  /** Execute queued effects until the turn waits or settles. One loop per turn at a time. */
+  async pump(t: ActiveTurn): Promise<void> {
+    if (t.running) return;
+    t.running = true;
+    let end = GO_ON;
+    try {
+      do {
+        try {
+          end = await this.drain(t);
+        } catch (err) {
+          end = await this.fail(t, err);
+        }
+        // Effects queued while the loop was stopping (a resume racing a hold) run now.
+      } while (end === HELD && this.host.machine.effects.length > 0 && !this.host.closed && this.host.turn === t);
+    } finally {
+      t.running = false;
+    }
+    if (end === SETTLED) this.host.next();
+  }
+
+  private async drain(t: ActiveTurn): Promise<number> {
+    const effects = this.host.machine.effects;
+    while (effects.length > 0) {
+      if (this.host.closed) return GO_ON;
+      const end = await this.execute(t, effects.shift()!);
+      if (end !== GO_ON) return end;
+    }
+    await this.flush();
+    return GO_ON;
+  }
+
+  private async execute(t: ActiveTurn, fx: SessionEffect): Promise<number> {
+    switch (fx.type) {
+      case 'state.changed':
+        this.out.push(this.host.journal.event(t.turnId, { type: 'turnState.changed', from: fx.from, to: fx.to, actor: fx.actor }));
+        this.changed = true;
+        return GO_ON;
+      case 'actor.passed': {
+        // The hand-off's record: the receiver's history shows what the sender handed over.
+        const parts = t.handoffParts ?? [];
+        this.outMailbox.push({ kind: 'handoff', turnId: t.turnId, at: this.host.deps.clock.iso(), from: fx.from, to: fx.to, parts });
+        this.out.push(this.host.journal.event(t.turnId, { type: 'actor.passed', from: fx.from, to: fx.to }));
+        return GO_ON;
+      }
+      case 'fail': {
+        t.stop = fx.stop ?? 'error';
+        t.error = { code: fx.code, message: fx.message };
+        if (fx.userText) {
+          const part: Part = { text: fx.userText, metadata: { partType: 'error', code: fx.code } };
+          t.parts.push(part);
+          this.out.push(this.host.journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor: this.host.machine.actingActor() }));
+        }
+        return GO_ON;
+      }
+      case 'join':
+        return GO_ON;
+      case 'model.next':
+        await this.flush();
+        this.host.machine.send({ type: 'CALL' });
+        return GO_ON;
+      case 'model.call':
+        await this.flush();
+        await this.callModel(t);
+        return GO_ON;
+      case 'tools.dispatch': {
+        await this.flush();
+        const r = t.response!;
+        await dispatchTools(this.host, t, r.actor, r.toolUses, r.tools);
+        this.host.machine.send({ type: 'TOOLS_DONE', pending: t.pending.size });
+        return GO_ON;
+      }
+      case 'nudge':
+        this.outMailbox.push({
+          kind: 'nudge',
+          turnId: t.turnId,
+          at: this.host.deps.clock.iso(),
+          actor: this.host.machine.actingActor(),
+          text: `Your last message${fx.freeText ? ' contained text outside respond() and' : ''} was not delivered to anyone. Produce all output by calling the respond() tool.`,
+        });
+        await this.flush();
+        return GO_ON;
+      case 'hold':
+        await this.flush();
+        this.host.journal.barrier();
+        t.resolve({ turnId: t.turnId, finalizedBy: fx.state, parts: t.parts.slice(), usage: t.usage });
+        return HELD;
+      case 'settle':
+        await this.settle(t, fx.state, fx.emitsEnvelope);
+        return SETTLED;
+    }
+  }
+
+  /** Commit what executed effects published (with the snapshot when the turn state changed). */
+  flush(withSnapshot = this.changed): void | Promise<void> {
+    if (this.out.length === 0 && this.outMailbox.length === 0 && !withSnapshot) return;
+    const step = { events: this.out, ...(this.outMailbox.length ? { mailbox: this.outMailbox } : {}) };
+    this.out = [];
+    this.outMailbox = [];
+    this.changed = false;
+    return this.host.journal.commit(step, withSnapshot);
+  }
+
+  /** One model call; its outcome goes back to the machine. */
+  private async callModel(t: ActiveTurn): Promise<void> {
+    const actorName = this.host.machine.actingActor();
+    const actorDef = this.host.deps.registries.actors.get(actorName);
+    if (!actorDef) throw new TurnstateError('actor.unknown', `no actor named "${actorName}" is registered`);
+    const tools = this.host.deps.catalog.forActor(actorDef, t.opts);
+    if (t.joined.length) {
+      const at = this.host.deps.clock.iso();
+      const joined = t.joined.map((m): MailboxEntry => ({ kind: 'user', turnId: t.turnId, at, text: m.text, ...(m.principal ? { principal: m.principal } : {}) }));
+      t.joined = [];
+      await this.host.journal.commit({ mailbox: joined }, true);
+    }
+    const o = await callModel(this.host, t, actorDef, tools);
+    switch (o.kind) {
+      case 'stopped':
+        return;
+      case 'interrupted':
+        await o.written;
+        this.host.machine.send({ type: 'INTERRUPTED' });
+        return;
+      case 'failed':
+        await o.written;
+        this.host.machine.send({ type: 'FAIL', code: o.error.code, message: o.error.message, userText: userFacingModelError(o.error), stop: 'error' });
+        return;
+      case 'response':
+        t.response = { actor: actorName, tools, toolUses: o.toolUses };
+        if (o.change) {
+          // The change's parts come before the change itself (respond(): parts, then the state).
+          for (const e of partEvents(this.host, t, actorName, o.change.result, o.change.callId)) this.out.push(e);
+          t.handoffParts = o.change.result.call.parts;
+        }
+        // Told before the response's records are awaited: from here the machine knows where the
+        // turn goes (a double-texted message sees a turn that is ending, and queues).
+        this.host.machine.send({ type: 'MODEL_DONE', ...o.summary });
+        await o.written;
+        return;
+    }
+  }
+
+  /** Settle the turn: its events, the joined messages it never answered as turns, the outcome. */
+  private async settle(t: ActiveTurn, state: string, emitsEnvelope: boolean): Promise<void> {
+    await this.flush(false);
+    const { events, outcome } = await settlement(this.host, t, state, emitsEnvelope);
+    // A message that joined too late for the model to see it is not lost: it becomes a turn.
+    this.host.requeue(t);
+    this.host.machine.send({ type: 'SETTLE' });
+    this.host.endTurn();
+    await this.host.journal.commit({ events }, true);
+    this.host.journal.barrier();
+    t.resolve(outcome);
+  }
+
+  /** An error inside the loop fails the turn through the machine; if even that fails, waiters are released. */
+  private async fail(t: ActiveTurn, err: unknown): Promise<number> {
+    // A host stopped mid-step (shutdown, passivation) records nothing more; recover() resumes it.
+    if (this.host.closed || this.host.turn !== t) return GO_ON;
+    const code = err instanceof TurnstateError ? err.code : 'runtime.internal';
+    const message = err instanceof Error ? err.message : String(err);
+    // What the failed step had not committed never happened.
+    this.host.machine.effects.length = 0;
+    this.out = [];
+    this.outMailbox = [];
+    this.changed = false;
+    try {
+      t.stop = 'error';
+      t.error = { code, message };
+      const effects = this.host.machine.ask({ type: 'FAIL', code, message });
+      // Not taken: the turn was already ending, so it settles where it stands.
+      if (effects.length === 0) this.host.machine.send({ type: 'RECOVER' });
+      else this.host.machine.effects.push(...effects);
+      if (this.host.machine.effects.length === 0) throw err;
+      return await this.drain(t);
+    } catch {
+      // The store itself failed: nothing more can be recorded; release waiters.
+      this.host.machine.effects.length = 0;
+      t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error: { code, message } });
+      this.host.endTurn();
+      this.host.released();
+      return GO_ON;
+    }
+  }
+}
