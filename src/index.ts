@@ -15,6 +15,7 @@ export type {
   RuntimeOptions,
   SendOptions,
   SessionHandle,
+  SessionRuntime,
   SessionSnapshot,
   TurnOutcome,
   TurnRef,
@@ -105,16 +106,10 @@ export { createSessionMachine } from './machines/session.machine.js';
 export type { SessionMachine, SessionContext, SessionMachineEvent } from './machines/session.machine.js';
 export { createActorMachine } from './machines/actor.machine.js';
 export { deriveHistory } from './machines/mailbox.js';
-export type {
-  MaybePromise,
-  ModelEvent,
-  ModelPort,
-  ModelRequest,
-  PersistedSession,
-  SessionRecord,
-  SessionStore,
-  StepCommit,
-} from './machines/ports.js';
+
+// Ports (what an embedder plugs in) and the records a store keeps.
+export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader } from './api.js';
+export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from './types.js';
 
 // Router.
 export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from './router/index.js';

@@ -10,12 +10,12 @@ import type {
   RuntimeLimits,
   RuntimeOptions,
   SessionHandle,
+  SessionStore,
 } from './api.js';
 import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
-import type { SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -23,7 +23,7 @@ import { createRegistries } from './registries/index.js';
 import { createRespondParser } from './respond/index.js';
 import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
-import type { AnswerResult, ApprovalRecord, Principal } from './types.js';
+import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
@@ -291,6 +291,18 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       const host = await activate(record.sessionId);
       if (!host) return { ok: false, code: 'approval.not_found', message: `the session of approval ${approvalId} no longer exists` };
       return host.answerApproval(approvalId, answer, by, via);
+    },
+
+    async history(sessionId, afterSeq = 0, limit) {
+      return await store.readEvents(sessionId, afterSeq, limit);
+    },
+
+    async approvals(filter) {
+      return await store.listApprovals(filter);
+    },
+
+    async approval(approvalId) {
+      return await store.getApproval(approvalId);
     },
 
     async recover() {

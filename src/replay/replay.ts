@@ -15,7 +15,7 @@
  */
 import type { RuntimeLimits } from '../api.js';
 import { createIdSource } from '../host/clock.js';
-import type { ModelPort, SessionStore } from '../machines/ports.js';
+import type { ModelPort, SessionStore } from '../api.js';
 import { createScriptedModel } from '../models/scripted.js';
 import type { ModelScript } from '../models/script.js';
 import { createRegistries } from '../registries/index.js';

@@ -101,7 +101,7 @@ class Follower implements Follow {
   }
 
   async run(): Promise<void> {
-    const { store } = this.ctx.runtime;
+    const { runtime } = this.ctx;
     const id = this.session.id;
     let exhausted = false;
     for (;;) {
@@ -120,7 +120,7 @@ class Follower implements Follow {
           return;
         }
       }
-      const page = await store.readEvents(id, this.cursor, PAGE);
+      const page = await runtime.history(id, this.cursor, PAGE);
       if (this.stopped || this.sub.isClosed) return;
       if (exhausted && page.length === 0) {
         // The hub is ahead of the store (cannot happen while events are stored before they are published).
