@@ -7,7 +7,7 @@ import type { Principal } from '../../types.js';
 import { sameTenant } from '../http.js';
 import type { Authenticate } from '../types.js';
 import type { EventCodec } from './codec.js';
-import type { SessionHub } from './follow.js';
+import type { SessionHub } from './hub.js';
 
 export interface StreamsLimits {
   /** Per subscriber: bytes queued plus bytes buffered in the socket. */
