@@ -56,8 +56,8 @@ export { TurnstateError, RegistrationError, ModelError } from './errors.js';
 export type { ModelErrorCode } from './errors.js';
 
 // Registries.
+export { createRegistries } from './create-registries.js';
 export {
-  createRegistries,
   PartTypeRegistry,
   TurnStateRegistry,
   ToolRegistry,
@@ -67,6 +67,7 @@ export {
 } from './registries/index.js';
 export type {
   ActorDefinition,
+  ApprovalCompiler,
   ApprovalHandler,
   ApprovalPolicy,
   ApprovalVerdict,

@@ -19,7 +19,7 @@ import { createToolCatalog } from './host/tool-catalog.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
-import { createRegistries } from './registries/index.js';
+import { createRegistries } from './create-registries.js';
 import { createRespondParser } from './respond/index.js';
 import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';

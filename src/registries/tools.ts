@@ -1,15 +1,15 @@
 /**
  * The tool registry of spec 002: the two-axis (scope x routing) definition, validated at
- * registration; schemas compiled once with ajv; approval policies compiled once.
+ * registration; schemas compiled once with ajv; approval policies compiled once by the
+ * ApprovalCompiler the registry is given (approvals/ provides it: policies are data here).
  * `respond()` and the spec 003 tools are never in it. Every registration error is a
  * RegistrationError whose `rule` is the requirement id and whose message says how to fix it.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { compileApprovalPolicy } from '../approvals/policy.js';
 import { RegistrationError, TurnstateError } from '../errors.js';
 import type { Routing, Scope } from '../types.js';
-import type { RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
+import type { ApprovalCompiler, RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
 
 /** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
 const addFormats = addFormatsModule.default;
@@ -76,8 +76,11 @@ export class ToolRegistry implements ToolRegistryApi {
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #ajv: Ajv;
   #list: readonly RegisteredTool[] = [];
+  readonly #compileApproval: ApprovalCompiler;
 
-  constructor() {
+  /** `compileApproval` compiles each tool's `requiresApproval` at registration (approvals/ `compileApprovalPolicy`). */
+  constructor(compileApproval: ApprovalCompiler) {
+    this.#compileApproval = compileApproval;
     this.#ajv = new Ajv({ allErrors: true, strict: false });
     addFormats(this.#ajv);
   }
@@ -163,7 +166,7 @@ export class ToolRegistry implements ToolRegistryApi {
 
     const validateIn = this.#compile(name, 'inputSchema', d.inputSchema, true, fail);
     const validateOut = d.outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', d.outputSchema, false, fail);
-    const approval = compileApprovalPolicy(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
+    const approval = this.#compileApproval(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
 
     const tool: RegisteredTool = Object.freeze({
       name,

@@ -163,6 +163,16 @@ export interface Violation {
   message: string;
 }
 
+/**
+ * Compiles a tool's `requiresApproval` at registration (approvals/ provides it; the tool registry
+ * is given one). Throws a RegistrationError naming the tool when the policy is malformed.
+ */
+export type ApprovalCompiler = (
+  toolName: string,
+  requiresApproval: ApprovalPolicy | undefined,
+  allowStandingApproval?: boolean,
+) => CompiledApprovalPolicy;
+
 /** The compiled approval policy of a registered tool. */
 export interface CompiledApprovalPolicy {
   kind: 'none' | 'always' | 'cel' | 'handler';
