@@ -20,7 +20,7 @@ import { createSessionMachine, type SessionMachineInput } from '../src/machines/
 import { createRegistries } from '../src/create-registries.js';
 import { CANONICAL_TURN_STATES } from '../src/registries/index.js';
 import type { TurnStateRegistryApi } from '../src/registries/types.js';
-import { DEFAULT_LIMITS } from '../src/runtime.js';
+import { DEFAULT_LIMITS } from '../src/limits.js';
 
 /** The repository root. */
 export const ROOT_URL = new URL('..', import.meta.url);

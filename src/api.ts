@@ -27,7 +27,10 @@ import type {
   StepCommit,
   Usage,
 } from './types.js';
+import type { RuntimeLimits } from './limits.js';
 import type { Registries } from './registries/types.js';
+
+export type { RuntimeLimits } from './limits.js';
 
 export interface SendOptions {
   principal?: Principal;
@@ -124,14 +127,6 @@ export interface RuntimeOptions {
   /** Clock and id source, for deterministic tests and replay. */
   now?: () => number;
   newId?: (prefix: string) => string;
-}
-
-export interface RuntimeLimits {
-  maxModelCallsPerTurn: number;
-  maxRespondRetries: number;
-  maxFreeTextNudges: number;
-  maxHandoffsPerTurn: number;
-  executionResultMaxChars: number;
 }
 
 export interface CreateSessionOptions {

@@ -5,7 +5,8 @@
  */
 
 // The runtime.
-export { createRuntime, DEFAULT_LIMITS } from './runtime.js';
+export { createRuntime } from './runtime.js';
+export { DEFAULT_LIMITS } from './limits.js';
 export type { TurnstateRuntime } from './runtime.js';
 export type {
   CreateSessionOptions,

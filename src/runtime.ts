@@ -25,14 +25,7 @@ import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
-
-export const DEFAULT_LIMITS: RuntimeLimits = {
-  maxModelCallsPerTurn: 16,
-  maxRespondRetries: 2,
-  maxFreeTextNudges: 2,
-  maxHandoffsPerTurn: 4,
-  executionResultMaxChars: 8192,
-};
+import { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -118,11 +111,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const m = getMachine();
     if (!initial || initial.machine !== m) {
       const a = createActor(m, {
-        input: {
-          entryActor: '',
-          maxHandoffs: limits.maxHandoffsPerTurn,
-          loop: { maxModelCalls: limits.maxModelCallsPerTurn, maxRespondRetries: limits.maxRespondRetries, maxNudges: limits.maxFreeTextNudges },
-        },
+        input: { entryActor: '', ...sessionMachineLimits(limits) },
       });
       initial = { machine: m, snapshot: a.getPersistedSnapshot() };
     }

@@ -44,6 +44,7 @@ import type {
   ToolUseBlock,
   Usage,
 } from '../types.js';
+import { sessionMachineLimits } from '../limits.js';
 import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
 import {
@@ -95,12 +96,7 @@ export class SessionHost implements SessionHandle {
   private machine: SessionMachine;
   /** The machine's input (only needed to create an actor; computed then). */
   private get machineInput() {
-    const l = this.deps.limits;
-    return {
-      entryActor: this.record.actor,
-      maxHandoffs: l.maxHandoffsPerTurn,
-      loop: { maxModelCalls: l.maxModelCallsPerTurn, maxRespondRetries: l.maxRespondRetries, maxNudges: l.maxFreeTextNudges },
-    };
+    return { entryActor: this.record.actor, ...sessionMachineLimits(this.deps.limits) };
   }
   private readonly subject = new Subject<SessionEvent>();
   private seq: number;

@@ -15,6 +15,7 @@
  * session machine's `awaiting` node, so one live XState actor serves a whole session.
  */
 import { assign, setup } from 'xstate';
+import { DEFAULT_LIMITS, sessionMachineLimits } from '../limits.js';
 
 export interface ActorLoopContext {
   modelCalls: number;
@@ -33,7 +34,8 @@ export type ActorLoopEvent =
   | { type: 'INTERRUPTED' }
   | { type: 'TOOLS_DONE' };
 
-export const DEFAULT_LOOP_LIMITS = { maxModelCalls: 16, maxRespondRetries: 2, maxNudges: 2 };
+/** The loop's bounds when none are given: the runtime's defaults (limits.ts). */
+export const DEFAULT_LOOP_LIMITS = sessionMachineLimits(DEFAULT_LIMITS).loop;
 
 export function initialLoopContext(limits: Partial<typeof DEFAULT_LOOP_LIMITS> = {}): ActorLoopContext {
   return {

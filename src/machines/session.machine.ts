@@ -10,6 +10,7 @@
  * decides. The config is JSON-safe (named guards/actions with params) so Stately can draw it.
  */
 import { assign, setup } from 'xstate';
+import { DEFAULT_LIMITS } from '../limits.js';
 import type { TurnStateRegistryApi } from '../registries/types.js';
 import {
   actorLoopActions,
@@ -170,7 +171,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       actor: null,
       entryActor: input.entryActor,
       handoffs: 0,
-      maxHandoffs: input.maxHandoffs ?? 8,
+      maxHandoffs: input.maxHandoffs ?? DEFAULT_LIMITS.maxHandoffsPerTurn,
       passTo: null,
       lastSettled: null,
       error: null,
