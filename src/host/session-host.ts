@@ -60,7 +60,7 @@ import {
   type HostState,
   type QueuedMessage,
 } from './turn.js';
-import type { ActorTools, ToolCatalog } from './tool-catalog.js';
+import { assertClientToolNames, type ActorTools, type ToolCatalog } from './tool-catalog.js';
 
 export interface HostDeps {
   registries: Registries;
@@ -438,19 +438,8 @@ export class SessionHost implements SessionHandle {
     if (typeof msg.text !== 'string' || msg.text.trim() === '') {
       throw new TurnstateError('message.invalid', 'a message needs non-empty `text`');
     }
-    if (opts.clientTools?.length) {
-      // Refused before anything is accepted: the model cannot be given two tools of one name.
-      const own = this.deps.registries.actors.get(this.record.actor)?.tools ?? [];
-      const seen = new Set<string>();
-      for (const c of opts.clientTools) {
-        const name = c?.name;
-        if (typeof name !== 'string' || name === '') throw new TurnstateError('message.invalid_client_tool', 'every client tool needs a non-empty `name`');
-        if (seen.has(name) || own.includes(name) || name === RESPOND_TOOL_NAME || isCompatTool(name)) {
-          throw new TurnstateError('message.invalid_client_tool', `client tool "${name}" ${seen.has(name) ? 'is declared twice' : `has the name of a tool of actor "${this.record.actor}"`}; tool names must be unique`);
-        }
-        seen.add(name);
-      }
-    }
+    // Refused before anything is accepted: the model cannot be given two tools of one name.
+    if (opts.clientTools?.length) assertClientToolNames(opts.clientTools, this.record.actor, (n) => this.deps.registries.actors.get(this.record.actor)?.tools?.includes(n) === true);
     if (!msg.principal && opts.principal) msg.principal = opts.principal;
     this.deps.onActivity(this);
     const t = this.turn;
