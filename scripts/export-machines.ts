@@ -17,9 +17,10 @@ import { createActor, type AnyStateMachine } from 'xstate';
 import { TurnstateError } from '../src/errors.js';
 import { createActorMachine } from '../src/machines/actor.machine.js';
 import { createSessionMachine, type SessionMachineInput } from '../src/machines/session.machine.js';
-import { CANONICAL_TURN_STATES, createRegistries } from '../src/registries/index.js';
+import { createRegistries } from '../src/create-registries.js';
+import { CANONICAL_TURN_STATES } from '../src/registries/index.js';
 import type { TurnStateRegistryApi } from '../src/registries/types.js';
-import { DEFAULT_LIMITS } from '../src/runtime.js';
+import { DEFAULT_LIMITS } from '../src/limits.js';
 
 /** The repository root. */
 export const ROOT_URL = new URL('..', import.meta.url);

@@ -13,13 +13,24 @@ import type {
   ExecutionRecord,
   InboundMessage,
   MailboxEntry,
+  ApprovalResolution,
+  ContentBlock,
+  MaybePromise,
+  ModelMessage,
+  ModelStopReason,
+  ModelTool,
   Part,
+  PersistedSession,
   Principal,
   SessionEvent,
+  SessionRecord,
+  StepCommit,
   Usage,
 } from './types.js';
+import type { RuntimeLimits } from './limits.js';
 import type { Registries } from './registries/types.js';
-import type { ModelPort, SessionRecord, SessionStore } from './machines/ports.js';
+
+export type { RuntimeLimits } from './limits.js';
 
 export interface SendOptions {
   principal?: Principal;
@@ -118,14 +129,6 @@ export interface RuntimeOptions {
   newId?: (prefix: string) => string;
 }
 
-export interface RuntimeLimits {
-  maxModelCallsPerTurn: number;
-  maxRespondRetries: number;
-  maxFreeTextNudges: number;
-  maxHandoffsPerTurn: number;
-  executionResultMaxChars: number;
-}
-
 export interface CreateSessionOptions {
   id?: string;
   actor: string;
@@ -134,9 +137,9 @@ export interface CreateSessionOptions {
   metadata?: Record<string, unknown>;
 }
 
-export interface Runtime {
+/** The session API of a runtime: everything transports and embedders drive sessions with. */
+export interface SessionRuntime {
   readonly registries: Registries;
-  readonly store: SessionStore;
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
   /** A session by id (reactivated from the store if passivated), or undefined. */
   session(id: string): Promise<SessionHandle | undefined>;
@@ -149,8 +152,111 @@ export interface Runtime {
     by: Principal,
     via: string,
   ): Promise<AnswerResult>;
+  /**
+   * A session's recorded events with seq > `afterSeq` (default 0), in order, at most `limit`:
+   * what is stored now (events are stored before they are published). Never wakes a passivated
+   * session; a session that does not exist has none.
+   */
+  history(sessionId: string, afterSeq?: number, limit?: number): Promise<SessionEvent[]>;
+  /** A session's approval records, in creation order (every status unless `status` narrows it). */
+  approvals(filter: { sessionId: string; status?: ApprovalRecord['status'] }): Promise<ApprovalRecord[]>;
+  /** An approval by id, or undefined (channels that carry only the approval id look up its session). */
+  approval(approvalId: string): Promise<ApprovalRecord | undefined>;
   /** Restore sessions with unfinished turns from the store and resume them. */
   recover(): Promise<{ resumed: string[] }>;
   /** Stop accepting work, let running steps commit, close the store. */
   close(): Promise<void>;
 }
+
+/**
+ * A runtime: the session API plus a read-only view of its store, for inspection, admin tools and
+ * tests. Transports take a `SessionRuntime` and never read the store.
+ */
+export interface Runtime extends SessionRuntime {
+  readonly store: SessionStoreReader;
+}
+
+/* ------------------------------------------------------------------ model port: what an embedder plugs in */
+
+export interface ModelRequest {
+  sessionId: string;
+  turnId: string;
+  actor: string;
+  /** Model id (actor's, else the port's default). */
+  model?: string;
+  system: string;
+  messages: ModelMessage[];
+  tools: ModelTool[];
+  /** `any` forces tool use (default); `auto` when thinking is on. */
+  toolChoice: 'any' | 'auto';
+  maxTokens?: number;
+  thinking?: { budgetTokens: number };
+  /** 'turn' for the actor loop; 'llm-context' for the secondary translator model. */
+  purpose?: 'turn' | 'llm-context';
+}
+
+/**
+ * What a streaming model call yields, in order. Blocks are indexed as in the Messages API.
+ * A failed call throws a ModelError (see errors.ts) from the iterator.
+ */
+export type ModelEvent =
+  | { type: 'block.start'; index: number; block: { type: 'text' } | { type: 'thinking' } | { type: 'tool_use'; id: string; name: string } }
+  | { type: 'text.delta'; index: number; text: string }
+  | { type: 'thinking.delta'; index: number; text: string }
+  /** A chunk of a tool_use block's input JSON (respond() parts stream through this). */
+  | { type: 'input.delta'; index: number; partialJson: string }
+  /** The finished block; a tool_use carries its parsed `input` (or `inputError`). */
+  | { type: 'block.stop'; index: number; block: ContentBlock }
+  | { type: 'message.stop'; stopReason: ModelStopReason; usage: Usage; content: ContentBlock[] };
+
+export interface ModelPort {
+  readonly name: string;
+  stream(req: ModelRequest, signal: AbortSignal): AsyncIterable<ModelEvent>;
+}
+
+/* ------------------------------------------------------------------ store port */
+
+export interface SessionStore {
+  readonly kind: string;
+  /**
+   * The store prefers few, larger commits (each commit is a transaction). The runtime then merges
+   * the steps of one event-loop turn into one commit, and writes at once before any side effect,
+   * stop or settlement. Only for stores whose `commit` is synchronous.
+   */
+  readonly groupCommit?: boolean;
+
+  createSession(record: SessionRecord): MaybePromise<void>;
+  getSession(id: string): MaybePromise<SessionRecord | undefined>;
+  listSessions(filter?: { tenantId?: string }): MaybePromise<SessionRecord[]>;
+  /** Removes the session and everything recorded for it. */
+  deleteSession(id: string): MaybePromise<void>;
+
+  /** Atomic: the events, mailbox entries, executions, approvals and snapshot of one step. */
+  commit(sessionId: string, step: StepCommit): MaybePromise<void>;
+
+  /** Events with seq > afterSeq, in order. */
+  readEvents(sessionId: string, afterSeq: number, limit?: number): MaybePromise<SessionEvent[]>;
+  lastSeq(sessionId: string): MaybePromise<number>;
+  readMailbox(sessionId: string): MaybePromise<MailboxEntry[]>;
+  readExecutions(sessionId: string): MaybePromise<ExecutionRecord[]>;
+  loadSnapshot(sessionId: string): MaybePromise<PersistedSession | undefined>;
+
+  getApproval(approvalId: string): MaybePromise<ApprovalRecord | undefined>;
+  listApprovals(filter: { sessionId?: string; status?: ApprovalRecord['status'] }): MaybePromise<ApprovalRecord[]>;
+  /**
+   * Compare-and-set: resolves a pending approval; when it was already resolved, returns the
+   * existing record unchanged with `changed: false`.
+   */
+  resolveApproval(
+    approvalId: string,
+    resolution: ApprovalResolution,
+  ): MaybePromise<{ changed: boolean; record: ApprovalRecord } | undefined>;
+
+  close(): MaybePromise<void>;
+}
+
+/** The reading half of a store: what `Runtime.store` exposes (nothing that writes or closes). */
+export type SessionStoreReader = Pick<
+  SessionStore,
+  'kind' | 'getSession' | 'listSessions' | 'readEvents' | 'lastSeq' | 'readMailbox' | 'readExecutions' | 'loadSnapshot' | 'getApproval' | 'listApprovals'
+>;

@@ -5,7 +5,8 @@
  */
 
 // The runtime.
-export { createRuntime, DEFAULT_LIMITS } from './runtime.js';
+export { createRuntime } from './runtime.js';
+export { DEFAULT_LIMITS } from './limits.js';
 export type { TurnstateRuntime } from './runtime.js';
 export type {
   CreateSessionOptions,
@@ -15,6 +16,7 @@ export type {
   RuntimeOptions,
   SendOptions,
   SessionHandle,
+  SessionRuntime,
   SessionSnapshot,
   TurnOutcome,
   TurnRef,
@@ -55,8 +57,8 @@ export { TurnstateError, RegistrationError, ModelError } from './errors.js';
 export type { ModelErrorCode } from './errors.js';
 
 // Registries.
+export { createRegistries } from './create-registries.js';
 export {
-  createRegistries,
   PartTypeRegistry,
   TurnStateRegistry,
   ToolRegistry,
@@ -66,6 +68,7 @@ export {
 } from './registries/index.js';
 export type {
   ActorDefinition,
+  ApprovalCompiler,
   ApprovalHandler,
   ApprovalPolicy,
   ApprovalVerdict,
@@ -105,16 +108,10 @@ export { createSessionMachine } from './machines/session.machine.js';
 export type { SessionMachine, SessionContext, SessionMachineEvent } from './machines/session.machine.js';
 export { createActorMachine } from './machines/actor.machine.js';
 export { deriveHistory } from './machines/mailbox.js';
-export type {
-  MaybePromise,
-  ModelEvent,
-  ModelPort,
-  ModelRequest,
-  PersistedSession,
-  SessionRecord,
-  SessionStore,
-  StepCommit,
-} from './machines/ports.js';
+
+// Ports (what an embedder plugs in) and the records a store keeps.
+export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader } from './api.js';
+export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from './types.js';
 
 // Router.
 export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from './router/index.js';

@@ -10,29 +10,22 @@ import type {
   RuntimeLimits,
   RuntimeOptions,
   SessionHandle,
+  SessionStore,
 } from './api.js';
 import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
-import type { SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
-import { createRegistries } from './registries/index.js';
+import { createRegistries } from './create-registries.js';
 import { createRespondParser } from './respond/index.js';
 import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
-import type { AnswerResult, ApprovalRecord, Principal } from './types.js';
+import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
-
-export const DEFAULT_LIMITS: RuntimeLimits = {
-  maxModelCallsPerTurn: 16,
-  maxRespondRetries: 2,
-  maxFreeTextNudges: 2,
-  maxHandoffsPerTurn: 4,
-  executionResultMaxChars: 8192,
-};
+import { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -118,11 +111,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const m = getMachine();
     if (!initial || initial.machine !== m) {
       const a = createActor(m, {
-        input: {
-          entryActor: '',
-          maxHandoffs: limits.maxHandoffsPerTurn,
-          loop: { maxModelCalls: limits.maxModelCallsPerTurn, maxRespondRetries: limits.maxRespondRetries, maxNudges: limits.maxFreeTextNudges },
-        },
+        input: { entryActor: '', ...sessionMachineLimits(limits) },
       });
       initial = { machine: m, snapshot: a.getPersistedSnapshot() };
     }
@@ -291,6 +280,18 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       const host = await activate(record.sessionId);
       if (!host) return { ok: false, code: 'approval.not_found', message: `the session of approval ${approvalId} no longer exists` };
       return host.answerApproval(approvalId, answer, by, via);
+    },
+
+    async history(sessionId, afterSeq = 0, limit) {
+      return await store.readEvents(sessionId, afterSeq, limit);
+    },
+
+    async approvals(filter) {
+      return await store.listApprovals(filter);
+    },
+
+    async approval(approvalId) {
+      return await store.getApproval(approvalId);
     },
 
     async recover() {

@@ -277,6 +277,45 @@ export type SessionEventBody =
 export type SessionEventType = SessionEventBody['type'];
 export type SessionEventOf<T extends SessionEventType> = EventBase & Extract<SessionEventBody, { type: T }>;
 
+/* ------------------------------------------------------------------ stored records */
+
+export type MaybePromise<T> = T | Promise<T>;
+
+/** What a store keeps about a session besides its logs. */
+export interface SessionRecord {
+  id: string;
+  /** The entry actor: every turn starts with it. */
+  actor: string;
+  tenantId?: string;
+  createdAt: string;
+  doubleTexting: DoubleTextingPolicy;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * The control state of a session, persisted with each step (small: history lives in the mailbox).
+ * `machine` is the XState persisted snapshot of the session machine.
+ */
+export interface PersistedSession {
+  machine: unknown;
+  /** Runtime-side bookkeeping needed to resume (pending calls, queued messages, ...). */
+  host: Record<string, unknown>;
+}
+
+/** Everything one step writes, committed atomically before any of its events is published. */
+export interface StepCommit {
+  /**
+   * Create this session in the same commit (when it does not exist yet). With group commit the
+   * runtime writes a new session with its first commit instead of a transaction of its own.
+   */
+  session?: SessionRecord;
+  events?: SessionEvent[];
+  mailbox?: MailboxEntry[];
+  executions?: ExecutionRecord[];
+  approvals?: ApprovalRecord[];
+  snapshot?: PersistedSession;
+}
+
 /** Compile-time exhaustiveness for switches over unions. */
 export function assertNever(x: never, what = 'value'): never {
   throw new Error(`unexpected ${what}: ${JSON.stringify(x)}`);

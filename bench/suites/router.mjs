@@ -4,10 +4,11 @@
 const load = async (dist, src) => import(dist).catch(() => import(src));
 const { EventRouter, FilterAndDistribute, annotate } = await load('../../dist/router/index.js', '../../src/router/index.ts');
 const { ToolRegistry } = await load('../../dist/registries/tools.js', '../../src/registries/tools.ts');
+const { compileApprovalPolicy } = await load('../../dist/approvals/policy.js', '../../src/approvals/policy.ts');
 
 const RUNS = 7;
 const N = Number(process.env.ROUTER_BENCH_N ?? 50_000);
-const reg = new ToolRegistry();
+const reg = new ToolRegistry(compileApprovalPolicy);
 const why = 'private to one actor: its own working state';
 const tools = {
   generalist: reg.register({ name: 'g', description: 'g', inputSchema: { type: 'object' }, scope: 'generalist', handler: (a) => ({ ok: true, n: a.n }) }),

@@ -10,8 +10,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Runtime } from '../api.js';
-import type { ModelPort } from '../machines/ports.js';
+import type { ModelPort, Runtime } from '../api.js';
 import type { ModelScript } from '../models/script.js';
 import { createScriptedModel } from '../models/scripted.js';
 import { createRuntime } from '../runtime.js';

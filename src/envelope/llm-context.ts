@@ -9,7 +9,7 @@
  * cached) is the caller's decision.
  */
 import { ModelError } from '../errors.js';
-import type { ModelPort, ModelRequest } from '../machines/ports.js';
+import type { ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelTool, Part, Usage } from '../types.js';
 
 export const LLM_CONTEXT_TOOL_NAME = 'write_llm_context';

@@ -24,12 +24,13 @@ import type {
 import { TurnstateError } from '../errors.js';
 import type { PersistedSession, SessionRecord } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
-import { RESPOND_TOOL_NAME, isCompatTool } from '../respond/index.js';
+import { sessionMachineLimits } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
 import { applyResolution, resolveApproval } from './approval-answers.js';
 import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
+import { assertClientToolNames } from './tool-catalog.js';
 import { outcomeStep } from './tool-results.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn } from './recovery.js';
@@ -61,17 +62,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
     // than computing the initial state); only the entry actor differs.
     const snapshot = persisted ? persisted.machine : deps.initialSnapshot?.(record.actor);
-    const l = deps.limits;
-    this.machine = new LiveMachine(
-      deps.machine(),
-      () => ({
-        entryActor: record.actor,
-        maxHandoffs: l.maxHandoffsPerTurn,
-        loop: { maxModelCalls: l.maxModelCallsPerTurn, maxRespondRetries: l.maxRespondRetries, maxNudges: l.maxFreeTextNudges },
-      }),
-      snapshot,
-      deps.inspect,
-    );
+    this.machine = new LiveMachine(deps.machine(), () => ({ entryActor: record.actor, ...sessionMachineLimits(deps.limits) }), snapshot, deps.inspect);
     this.lastActive = deps.clock.now();
   }
 
@@ -132,11 +123,6 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return this.journal.events(afterSeq);
   }
 
-  /** Up to `limit` committed events after `afterSeq` (a paced reader's page; see `events` for replay-then-live). */
-  readEvents(afterSeq: number, limit?: number): SessionEvent[] | Promise<SessionEvent[]> {
-    return this.journal.page(afterSeq, limit);
-  }
-
   async snapshot(): Promise<SessionSnapshot> {
     const t = this.turn;
     const pendingApprovals = t ? ((await this.deps.store.listApprovals({ sessionId: this.id, status: 'pending' })) as ApprovalRecord[]) : [];
@@ -175,7 +161,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
     if (typeof msg.text !== 'string' || msg.text.trim() === '') {
       throw new TurnstateError('message.invalid', 'a message needs non-empty `text`');
     }
-    if (opts.clientTools?.length) this.checkClientTools(opts.clientTools);
+    // Refused before anything is accepted: the model cannot be given two tools of one name.
+    if (opts.clientTools?.length) {
+      assertClientToolNames(opts.clientTools, this.record.actor, (n) => this.deps.registries.actors.get(this.record.actor)?.tools?.includes(n) === true);
+    }
     if (!msg.principal && opts.principal) msg.principal = opts.principal;
     this.deps.onActivity(this);
     const t = this.turn;
@@ -213,23 +202,6 @@ export class SessionHost implements SessionHandle, LoopOwner {
     // (the first barrier of the turn, or the end of this event-loop turn) instead of adding one.
     await this.journal.durable();
     return { turnId, queued: false, settled: d.promise };
-  }
-
-  /** Refused before anything is accepted: the model cannot be given two tools of one name. */
-  private checkClientTools(clientTools: NonNullable<SendOptions['clientTools']>): void {
-    const own = this.deps.registries.actors.get(this.record.actor)?.tools ?? [];
-    const seen = new Set<string>();
-    for (const c of clientTools) {
-      const name = c?.name;
-      if (typeof name !== 'string' || name === '') throw new TurnstateError('message.invalid_client_tool', 'every client tool needs a non-empty `name`');
-      if (seen.has(name) || own.includes(name) || name === RESPOND_TOOL_NAME || isCompatTool(name)) {
-        throw new TurnstateError(
-          'message.invalid_client_tool',
-          `client tool "${name}" ${seen.has(name) ? 'is declared twice' : `has the name of a tool of actor "${this.record.actor}"`}; tool names must be unique`,
-        );
-      }
-      seen.add(name);
-    }
   }
 
   private startTurn(turnId: string, input: InboundMessage, opts: SendOptions, d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void }): void {

@@ -4,9 +4,11 @@
  * and registry state; a per-turn tool filter or client tools build a fresh (uncached) view.
  */
 import type { SendOptions } from '../api.js';
+import { TurnstateError } from '../errors.js';
+import { clientToolNameProblem } from '../registries/client-tools.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
 import { buildRespondTool, compatTools, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
-import type { ModelTool } from '../types.js';
+import type { ClientTool, ModelTool } from '../types.js';
 
 export interface ActorTools {
   system: string;
@@ -20,6 +22,19 @@ export interface ToolCatalog {
 }
 
 const NO_CLIENT: ReadonlySet<string> = new Set();
+
+/**
+ * Refuses client tools whose names the model could not tell apart (see clientToolNameProblem)
+ * with a TurnstateError 'message.invalid_client_tool' naming the tool; `isServerTool` says which
+ * names the actor's own tools take.
+ */
+export function assertClientToolNames(tools: readonly ClientTool[], actor: string, isServerTool: (name: string) => boolean): void {
+  const problem = clientToolNameProblem(tools, isServerTool);
+  if (problem === undefined) return;
+  if (problem.kind === 'unnamed') throw new TurnstateError('message.invalid_client_tool', 'every client tool needs a non-empty `name`');
+  const why = problem.kind === 'duplicate' ? 'is declared twice' : `has the name of a tool of actor "${actor}"`;
+  throw new TurnstateError('message.invalid_client_tool', `client tool "${problem.name}" ${why}; tool names must be unique`);
+}
 
 export function createToolCatalog(registries: Registries): ToolCatalog {
   const cache = new Map<string, { stamp: string; value: ActorTools }>();
@@ -54,11 +69,7 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
       }
       const clientTools = opts.clientTools;
       if (!clientTools || clientTools.length === 0) return base;
-      for (const c of clientTools) {
-        if (base.byName.has(c.name)) {
-          throw new Error(`client tool "${c.name}" has the same name as a server tool of actor "${actor.name}"; tool names must be unique`);
-        }
-      }
+      assertClientToolNames(clientTools, actor.name, (name) => base.byName.has(name));
       return {
         system: base.system,
         modelTools: [...base.modelTools, ...clientTools.map((c) => ({ name: c.name, description: c.description, input_schema: c.parameters }))],

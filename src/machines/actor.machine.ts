@@ -17,6 +17,7 @@
  * session machine's `awaiting` node, so one live XState actor serves a whole session.
  */
 import { assign, emit, enqueueActions, setup } from 'xstate';
+import { DEFAULT_LIMITS, sessionMachineLimits } from '../limits.js';
 
 export interface ActorLoopContext {
   modelCalls: number;
@@ -77,7 +78,8 @@ const CUT_SHORT: Record<string, { code: string; message: string; userText: strin
   refusal: { code: 'model.refusal', message: 'the model declined to answer', userText: 'The assistant declined to answer this request.', stop: 'refusal' },
 };
 
-export const DEFAULT_LOOP_LIMITS = { maxModelCalls: 16, maxRespondRetries: 2, maxNudges: 2 };
+/** The loop's bounds when none are given: the runtime's defaults (limits.ts). */
+export const DEFAULT_LOOP_LIMITS = sessionMachineLimits(DEFAULT_LIMITS).loop;
 
 /** The user-facing text of each budget failure (the model-call budget gets the generic one at settlement). */
 const RETRIES_TEXT = 'Sorry, I could not put my answer together. Please try again.';

@@ -14,6 +14,7 @@
  * so Stately can draw it.
  */
 import { assign, emit, enqueueActions, sendTo, setup } from 'xstate';
+import { DEFAULT_LIMITS } from '../limits.js';
 import type { TurnStateRegistryApi } from '../registries/types.js';
 import {
   actorLoopActions,
@@ -269,7 +270,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       actor: null,
       entryActor: input.entryActor,
       handoffs: 0,
-      maxHandoffs: input.maxHandoffs ?? 8,
+      maxHandoffs: input.maxHandoffs ?? DEFAULT_LIMITS.maxHandoffsPerTurn,
       halt: null,
       passTo: null,
       lastSettled: null,

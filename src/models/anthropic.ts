@@ -20,7 +20,7 @@ import Anthropic, {
 import type { MessageCreateParamsStreaming, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages/messages';
 import { ModelError } from '../errors.js';
 import type { ModelErrorCode } from '../errors.js';
-import type { ModelEvent, ModelPort, ModelRequest } from '../machines/ports.js';
+import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, ModelTool, Usage } from '../types.js';
 import { abortedError, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';

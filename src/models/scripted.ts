@@ -4,7 +4,7 @@
  * ModelEvents a real model port does, so the runtime cannot tell the difference.
  */
 import { ModelError, type ModelErrorCode } from '../errors.js';
-import type { ModelEvent, ModelPort, ModelRequest } from '../machines/ports.js';
+import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
 import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule } from './script.js';
 

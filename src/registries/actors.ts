@@ -5,6 +5,7 @@
  */
 import { RegistrationError } from '../errors.js';
 import { RESERVED_TOOL_NAMES, TOOL_NAME } from './tools.js';
+import { Registry } from './registry.js';
 import type { ActorDefinition, ActorRegistryApi } from './types.js';
 
 /** Actor names: a letter, then letters, digits, '_' or '-', at most 64 characters. */
@@ -28,10 +29,7 @@ function isPositiveInt(v: unknown): boolean {
   return typeof v === 'number' && Number.isInteger(v) && v > 0;
 }
 
-export class ActorRegistry implements ActorRegistryApi {
-  readonly #actors = new Map<string, ActorDefinition>();
-  #list: readonly ActorDefinition[] = [];
-
+export class ActorRegistry extends Registry<ActorDefinition> implements ActorRegistryApi {
   register(def: ActorDefinition): ActorDefinition {
     if (def === null || typeof def !== 'object' || Array.isArray(def)) {
       throw new RegistrationError('actors:definition:object', 'an actor definition must be an object { name, system?, tools?, handoffs?, ... }');
@@ -48,7 +46,7 @@ export class ActorRegistry implements ActorRegistryApi {
     const fail: (rule: string, message: string) => never = (rule, message) => {
       throw new RegistrationError(rule, `actor '${name}' breaks ${rule}: ${message}`, { actor: name });
     };
-    if (this.#actors.has(name)) fail('actors:duplicate:rejected', `an actor named '${name}' is already registered; actor names are unique`);
+    if (this.has(name)) fail('actors:duplicate:rejected', `an actor named '${name}' is already registered; actor names are unique`);
     for (const key of Object.keys(d)) {
       if (!KNOWN_FIELDS.has(key)) fail('actors:field:unknown', `'${key}' is not an actor field; the fields are ${[...KNOWN_FIELDS].join(', ')}`);
     }
@@ -86,10 +84,7 @@ export class ActorRegistry implements ActorRegistryApi {
     if (d.tools !== undefined) copy.tools = Object.freeze([...tools]) as string[];
     if (d.handoffs !== undefined) copy.handoffs = Object.freeze([...handoffs]) as string[];
     if (copy.thinking) copy.thinking = Object.freeze({ budgetTokens: copy.thinking.budgetTokens });
-    const frozen = Object.freeze(copy);
-    this.#actors.set(name, frozen);
-    this.#list = Object.freeze([...this.#actors.values()]);
-    return frozen;
+    return this.add(name, Object.freeze(copy));
   }
 
   #names(v: unknown, field: 'tools' | 'handoffs', fail: (rule: string, message: string) => never): string[] {
@@ -101,17 +96,5 @@ export class ActorRegistry implements ActorRegistryApi {
       seen.add(n);
     }
     return v as string[];
-  }
-
-  get(name: string): ActorDefinition | undefined {
-    return this.#actors.get(name);
-  }
-
-  has(name: string): boolean {
-    return this.#actors.has(name);
-  }
-
-  list(): readonly ActorDefinition[] {
-    return this.#list;
   }
 }

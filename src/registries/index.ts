@@ -1,23 +1,7 @@
 /**
- * The registries of one runtime. `createRegistries()` returns fresh instances on every call:
- * nothing registered in one runtime is visible to another.
+ * The registries' classes and constants. `createRegistries()` (src/create-registries.ts) builds
+ * the registries of one runtime, with approvals/ as the tool registry's policy compiler.
  */
-import { ActorRegistry } from './actors.js';
-import { PartTypeRegistry } from './part-types.js';
-import { ToolRegistry } from './tools.js';
-import { TurnStateRegistry } from './turn-states.js';
-import type { Registries } from './types.js';
-
-export function createRegistries(): Registries {
-  const partTypes = new PartTypeRegistry();
-  return {
-    partTypes,
-    turnStates: new TurnStateRegistry(partTypes),
-    tools: new ToolRegistry(),
-    actors: new ActorRegistry(),
-  };
-}
-
 export { ActorRegistry, ACTOR_NAME } from './actors.js';
 export {
   PartTypeRegistry,

@@ -4,6 +4,7 @@
  * `deliveryFor`) read precomputed Maps and allocate nothing.
  */
 import { RegistrationError, TurnstateError } from '../errors.js';
+import { Registry } from './registry.js';
 import type {
   ChannelKind,
   DeliveryClass,
@@ -285,13 +286,11 @@ function targetsOf(meta: PartTypeMeta): Targets {
   });
 }
 
-export class PartTypeRegistry implements PartTypeRegistryApi {
-  readonly #defs = new Map<string, PartTypeDefinition>();
+export class PartTypeRegistry extends Registry<PartTypeDefinition> implements PartTypeRegistryApi {
   readonly #targets = new Map<string, Targets>();
-  #list: readonly PartTypeDefinition[] = [];
-  #ids: readonly string[] = [];
 
   constructor() {
+    super();
     for (const [id, meta] of Object.entries(CANONICAL_PART_TYPES)) this.#add(id, meta, true);
   }
 
@@ -307,7 +306,7 @@ export class PartTypeRegistry implements PartTypeRegistryApi {
         { id },
       );
     }
-    const existing = this.#defs.get(id);
+    const existing = this.get(id);
     if (existing?.isCanonical) {
       fail('part-types:canonical:not-replaceable', id, 'is canonical and cannot be replaced; register your variant under a new id');
     }
@@ -319,27 +318,8 @@ export class PartTypeRegistry implements PartTypeRegistryApi {
   #add(id: string, meta: PartTypeMeta, isCanonical: boolean): PartTypeDefinition {
     const frozen = freezeMeta(meta);
     const def: PartTypeDefinition = Object.freeze({ id, isCanonical, meta: frozen });
-    this.#defs.set(id, def);
     this.#targets.set(id, targetsOf(frozen));
-    this.#list = Object.freeze([...this.#defs.values()]);
-    this.#ids = Object.freeze([...this.#defs.keys()]);
-    return def;
-  }
-
-  get(id: string): PartTypeDefinition | undefined {
-    return this.#defs.get(id);
-  }
-
-  has(id: string): boolean {
-    return this.#defs.has(id);
-  }
-
-  list(): readonly PartTypeDefinition[] {
-    return this.#list;
-  }
-
-  ids(): readonly string[] {
-    return this.#ids;
+    return this.add(id, def);
   }
 
   /** The rule for a part type on a delivery class or channel kind. Throws on an unknown id or target. */

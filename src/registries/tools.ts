@@ -1,15 +1,16 @@
 /**
  * The tool registry of spec 002: the two-axis (scope x routing) definition, validated at
- * registration; schemas compiled once with ajv; approval policies compiled once.
+ * registration; schemas compiled once with ajv; approval policies compiled once by the
+ * ApprovalCompiler the registry is given (approvals/ provides it: policies are data here).
  * `respond()` and the spec 003 tools are never in it. Every registration error is a
  * RegistrationError whose `rule` is the requirement id and whose message says how to fix it.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { compileApprovalPolicy } from '../approvals/policy.js';
 import { RegistrationError, TurnstateError } from '../errors.js';
 import type { Routing, Scope } from '../types.js';
-import type { RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
+import { Registry } from './registry.js';
+import type { ApprovalCompiler, RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
 
 /** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
 const addFormats = addFormatsModule.default;
@@ -72,12 +73,14 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-export class ToolRegistry implements ToolRegistryApi {
-  readonly #tools = new Map<string, RegisteredTool>();
+export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegistryApi {
   readonly #ajv: Ajv;
-  #list: readonly RegisteredTool[] = [];
+  readonly #compileApproval: ApprovalCompiler;
 
-  constructor() {
+  /** `compileApproval` compiles each tool's `requiresApproval` at registration (approvals/ `compileApprovalPolicy`). */
+  constructor(compileApproval: ApprovalCompiler) {
+    super();
+    this.#compileApproval = compileApproval;
     this.#ajv = new Ajv({ allErrors: true, strict: false });
     addFormats(this.#ajv);
   }
@@ -101,7 +104,7 @@ export class ToolRegistry implements ToolRegistryApi {
     if (RESERVED_TOOL_NAMES.includes(name)) {
       fail('tools:name:reserved', `'${name}' is provided by the runtime to every actor and cannot be registered; choose another name`);
     }
-    if (this.#tools.has(name)) fail('tools:duplicate:rejected', `a tool named '${name}' is already registered; tool names are unique`);
+    if (this.has(name)) fail('tools:duplicate:rejected', `a tool named '${name}' is already registered; tool names are unique`);
     for (const key of Object.keys(d)) {
       if (!KNOWN_FIELDS.has(key)) fail('tools:field:unknown', `'${key}' is not a tool field; the fields are ${[...KNOWN_FIELDS].join(', ')}`);
     }
@@ -163,7 +166,7 @@ export class ToolRegistry implements ToolRegistryApi {
 
     const validateIn = this.#compile(name, 'inputSchema', d.inputSchema, true, fail);
     const validateOut = d.outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', d.outputSchema, false, fail);
-    const approval = compileApprovalPolicy(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
+    const approval = this.#compileApproval(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
 
     const tool: RegisteredTool = Object.freeze({
       name,
@@ -182,9 +185,7 @@ export class ToolRegistry implements ToolRegistryApi {
       validateOutput: (result: unknown): Violation[] =>
         validateOut === undefined || validateOut(result) ? NO_VIOLATIONS : toViolations(validateOut.errors),
     });
-    this.#tools.set(name, tool);
-    this.#list = Object.freeze([...this.#tools.values()]);
-    return tool;
+    return this.add(name, tool);
   }
 
   #compile(name: string, field: 'inputSchema' | 'outputSchema', schema: unknown, isInput: boolean, fail: (rule: string, message: string) => never): ValidateFunction {
@@ -202,25 +203,13 @@ export class ToolRegistry implements ToolRegistryApi {
     }
   }
 
-  get(name: string): RegisteredTool | undefined {
-    return this.#tools.get(name);
-  }
-
-  has(name: string): boolean {
-    return this.#tools.has(name);
-  }
-
-  list(): readonly RegisteredTool[] {
-    return this.#list;
-  }
-
   /** Resolves tool names in order; throws one TurnstateError ('tools.unknown') listing every unknown name. */
   resolve(names: readonly string[], forActor?: string): RegisteredTool[] {
     const out: RegisteredTool[] = new Array<RegisteredTool>(names.length);
     let unknown: string[] | undefined;
     for (let i = 0; i < names.length; i++) {
       const n = names[i] as string;
-      const t = this.#tools.get(n);
+      const t = this.get(n);
       if (t === undefined) (unknown ??= []).push(n);
       else out[i] = t;
     }
@@ -228,7 +217,7 @@ export class ToolRegistry implements ToolRegistryApi {
       const who = forActor === undefined ? '' : ` for actor '${forActor}'`;
       const reserved = unknown.filter((n) => RESERVED_TOOL_NAMES.includes(n));
       const hint = reserved.length > 0 ? ` (${reserved.join(', ')} ${reserved.length === 1 ? 'is' : 'are'} provided by the runtime: remove from the actor's tools)` : '';
-      const known = this.#list.length === 0 ? 'none' : this.#list.map((t) => t.name).join(', ');
+      const known = this.ids().length === 0 ? 'none' : this.ids().join(', ');
       throw new TurnstateError(
         'tools.unknown',
         `unknown tool${unknown.length === 1 ? '' : 's'}${who}: ${unknown.join(', ')}${hint}. Registered tools: ${known}`,

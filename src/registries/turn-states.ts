@@ -5,6 +5,7 @@
  * with a node the machine already uses.
  */
 import { RegistrationError } from '../errors.js';
+import { Registry } from './registry.js';
 import type { TurnStateDefinition, TurnStateMeta, TurnStateRegistryApi } from './types.js';
 
 /** Turn-state ids: lower-case, starting with a letter, '-' allowed, at most 63 characters. */
@@ -193,16 +194,14 @@ function freezeMeta(meta: TurnStateMeta): TurnStateMeta {
   return Object.freeze(copy);
 }
 
-export class TurnStateRegistry implements TurnStateRegistryApi {
-  readonly #defs = new Map<string, TurnStateDefinition>();
+export class TurnStateRegistry extends Registry<TurnStateDefinition> implements TurnStateRegistryApi {
   readonly #knownPartType: ((id: string) => boolean) | undefined;
-  #list: readonly TurnStateDefinition[] = [];
-  #ids: readonly string[] = [];
 
   /**
    * @param partTypes when given, part types named in `requires` must already be registered there.
    */
   constructor(partTypes?: { has(id: string): boolean }) {
+    super();
     this.#knownPartType = partTypes ? (id) => partTypes.has(id) : undefined;
     for (const [id, meta] of Object.entries(CANONICAL_TURN_STATES)) this.#add(id, meta, true);
   }
@@ -222,7 +221,7 @@ export class TurnStateRegistry implements TurnStateRegistryApi {
     if (RESERVED_TURN_STATE_NAMES.includes(id)) {
       fail('turn-states:id:reserved', id, `is a node name the session machine uses (${RESERVED_TURN_STATE_NAMES.join(', ')}); choose another name`);
     }
-    const existing = this.#defs.get(id);
+    const existing = this.get(id);
     if (existing?.isCanonical) {
       fail('turn-states:canonical:not-replaceable', id, 'is canonical and cannot be replaced; register your variant under a new id');
     }
@@ -231,26 +230,6 @@ export class TurnStateRegistry implements TurnStateRegistryApi {
   }
 
   #add(id: string, meta: TurnStateMeta, isCanonical: boolean): TurnStateDefinition {
-    const def: TurnStateDefinition = Object.freeze({ id, isCanonical, meta: freezeMeta(meta) });
-    this.#defs.set(id, def);
-    this.#list = Object.freeze([...this.#defs.values()]);
-    this.#ids = Object.freeze([...this.#defs.keys()]);
-    return def;
-  }
-
-  get(id: string): TurnStateDefinition | undefined {
-    return this.#defs.get(id);
-  }
-
-  has(id: string): boolean {
-    return this.#defs.has(id);
-  }
-
-  list(): readonly TurnStateDefinition[] {
-    return this.#list;
-  }
-
-  ids(): readonly string[] {
-    return this.#ids;
+    return this.add(id, Object.freeze({ id, isCanonical, meta: freezeMeta(meta) }));
   }
 }

@@ -37,13 +37,19 @@ export interface PartTypeDefinition {
   meta: PartTypeMeta;
 }
 
-export interface PartTypeRegistryApi {
+/** The reads every registry answers (registry.ts implements them once). */
+export interface RegistryReader<T> {
+  get(key: string): T | undefined;
+  has(key: string): boolean;
+  /** Every entry in registration order; the same frozen array until the next registration. */
+  list(): readonly T[];
+  /** Every key in registration order; the same frozen array until the next registration. */
+  ids(): readonly string[];
+}
+
+export interface PartTypeRegistryApi extends RegistryReader<PartTypeDefinition> {
   /** Consumer registration. Duplicate ids and canonical ids are errors naming the id. */
   register(def: { id: string; meta: PartTypeMeta }): PartTypeDefinition;
-  get(id: string): PartTypeDefinition | undefined;
-  has(id: string): boolean;
-  list(): readonly PartTypeDefinition[];
-  ids(): readonly string[];
   /** The rule for a part type on a delivery class, or on a channel kind (falling back to buffered). */
   deliveryFor(id: string, target: DeliveryClass | ChannelKind): DeliveryRule;
 }
@@ -78,16 +84,12 @@ export interface TurnStateDefinition {
   meta: TurnStateMeta;
 }
 
-export interface TurnStateRegistryApi {
+export interface TurnStateRegistryApi extends RegistryReader<TurnStateDefinition> {
   /**
    * Consumer registration. A valid name (not `idle`, `turn`, or another reserved machine node),
    * and it must be terminal, or hold the actor with a named `resumeOn`, or hand off.
    */
   register(def: { id: string; meta: TurnStateMeta }): TurnStateDefinition;
-  get(id: string): TurnStateDefinition | undefined;
-  has(id: string): boolean;
-  list(): readonly TurnStateDefinition[];
-  ids(): readonly string[];
 }
 
 /* ------------------------------------------------------------------ tools */
@@ -163,6 +165,16 @@ export interface Violation {
   message: string;
 }
 
+/**
+ * Compiles a tool's `requiresApproval` at registration (approvals/ provides it; the tool registry
+ * is given one). Throws a RegistrationError naming the tool when the policy is malformed.
+ */
+export type ApprovalCompiler = (
+  toolName: string,
+  requiresApproval: ApprovalPolicy | undefined,
+  allowStandingApproval?: boolean,
+) => CompiledApprovalPolicy;
+
 /** The compiled approval policy of a registered tool. */
 export interface CompiledApprovalPolicy {
   kind: 'none' | 'always' | 'cel' | 'handler';
@@ -191,12 +203,9 @@ export interface RegisteredTool {
   validateOutput(result: unknown): Violation[];
 }
 
-export interface ToolRegistryApi {
+export interface ToolRegistryApi extends RegistryReader<RegisteredTool> {
   /** Validates the definition; each error names the broken rule and how to fix it. */
   register<A, R>(def: ToolDefinition<A, R>): RegisteredTool;
-  get(name: string): RegisteredTool | undefined;
-  has(name: string): boolean;
-  list(): readonly RegisteredTool[];
   /** Resolve an actor's tool names; one error lists every unknown name. */
   resolve(names: readonly string[], forActor?: string): RegisteredTool[];
 }
@@ -224,11 +233,8 @@ export interface ActorDefinition {
   maxRespondRetries?: number;
 }
 
-export interface ActorRegistryApi {
+export interface ActorRegistryApi extends RegistryReader<ActorDefinition> {
   register(def: ActorDefinition): ActorDefinition;
-  get(name: string): ActorDefinition | undefined;
-  has(name: string): boolean;
-  list(): readonly ActorDefinition[];
 }
 
 /** The registries of one runtime instance. */

@@ -2,7 +2,8 @@
  * A recorded session as read from a store, and the model that plays its recorded outputs back.
  */
 import { ModelError, TurnstateError, type ModelErrorCode } from '../errors.js';
-import type { ModelEvent, ModelPort, ModelRequest, SessionRecord, SessionStore } from '../machines/ports.js';
+import type { ModelEvent, ModelPort, ModelRequest, SessionStore } from '../api.js';
+import type { SessionRecord } from '../types.js';
 import type { ApprovalRecord, ContentBlock, ExecutionRecord, MailboxEntry, ModelStopReason, SessionEvent, Usage } from '../types.js';
 
 export interface Recording {

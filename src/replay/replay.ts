@@ -15,10 +15,10 @@
  */
 import type { RuntimeLimits } from '../api.js';
 import { createIdSource } from '../host/clock.js';
-import type { ModelPort, SessionStore } from '../machines/ports.js';
+import type { ModelPort, SessionStore } from '../api.js';
 import { createScriptedModel } from '../models/scripted.js';
 import type { ModelScript } from '../models/script.js';
-import { createRegistries } from '../registries/index.js';
+import { createRegistries } from '../create-registries.js';
 import type { Registries, ToolContext, ToolDefinition, ToolRegistryApi } from '../registries/types.js';
 import { createRuntime } from '../runtime.js';
 import { createMemoryStore } from '../stores/memory.js';

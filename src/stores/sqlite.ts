@@ -14,9 +14,7 @@
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { TurnstateError } from '../errors.js';
-import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
-import type { PersistedSession, SessionRecord, StepCommit } from '../machines/ports.js';
-import type { SyncSessionStore } from './index.js';
+import type { ApprovalRecord, ExecutionRecord, MailboxEntry, PersistedSession, SessionEvent, SessionRecord, StepCommit } from '../types.js';
 import {
   approvalConflict,
   checkRead,
@@ -27,7 +25,8 @@ import {
   sessionNotFound,
   storeClosed,
   storeError,
-} from './memory.js';
+  type SyncSessionStore,
+} from './contract.js';
 
 export interface SqliteStoreOptions {
   /** Database file; created when missing. `':memory:'` keeps everything in the process. */

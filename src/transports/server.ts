@@ -10,12 +10,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Runtime } from '../api.js';
+import type { SessionRuntime } from '../api.js';
 import { HttpError, requestUrl, sendError, sendJson } from './http.js';
 import type { HttpTransport } from './types.js';
 
 export interface StartServerOptions {
-  runtime: Runtime;
+  runtime: SessionRuntime;
   transports: HttpTransport[];
   /** 0 picks a free port (default 8787). */
   port?: number;

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createActorMachine, DEFAULT_LOOP_LIMITS, type ActorLoopEvent } from '../../src/machines/actor.machine.js';
 import { createSessionMachine } from '../../src/machines/session.machine.js';
-import { createRegistries } from '../../src/registries/index.js';
+import { createRegistries } from '../../src/create-registries.js';
 
 function registriesWithConsumers() {
   const r = createRegistries();

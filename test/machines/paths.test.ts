@@ -11,7 +11,7 @@ import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import type { SessionHandle } from '../../src/api.js';
 import { createSessionMachine } from '../../src/machines/session.machine.js';
 import type { ModelScript, ScriptBlock, ScriptResponse } from '../../src/models/script.js';
-import { createRegistries } from '../../src/registries/index.js';
+import { createRegistries } from '../../src/create-registries.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import type { Registries } from '../../src/registries/types.js';
 import type { MailboxEntry, SessionEvent } from '../../src/types.js';

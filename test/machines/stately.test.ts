@@ -16,7 +16,7 @@ import {
 import { TurnstateError } from '../../src/errors.js';
 import { createActorMachine } from '../../src/machines/actor.machine.js';
 import { createSessionMachine } from '../../src/machines/session.machine.js';
-import { createRegistries } from '../../src/registries/index.js';
+import { createRegistries } from '../../src/create-registries.js';
 
 const exported = exportMachines();
 const byFile = (f: string): ExportedMachine => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RegistrationError } from '../../src/errors.js';
-import { ActorRegistry, createRegistries, PartTypeRegistry, ToolRegistry, TurnStateRegistry } from '../../src/registries/index.js';
+import { createRegistries } from '../../src/create-registries.js';
+import { ActorRegistry, PartTypeRegistry, ToolRegistry, TurnStateRegistry } from '../../src/registries/index.js';
 
 describe('createRegistries', () => {
   it('registries:per-instance — every call returns fresh registries; registrations never leak between runtimes', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RegistrationError, TurnstateError } from '../../src/errors.js';
+import { compileApprovalPolicy } from '../../src/approvals/policy.js';
 import { placeholderProblem, ToolRegistry } from '../../src/registries/tools.js';
 import type { PolicyContext, ToolDefinition } from '../../src/registries/types.js';
 import { registrationError } from './helpers.js';
@@ -63,7 +64,7 @@ function expectRule(fn: () => unknown, rule: string, ...mentions: (string | RegE
 
 describe('ToolRegistry: scope x routing (spec 002 "Scope and routing")', () => {
   it('tools:generalist:routed — a generalist tool registers and routes by default', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const t = r.register(generalist());
     expect(t).toMatchObject({ name: 'search_flights', scope: 'generalist', routing: 'routed', peerExposed: false, bypassReason: undefined });
     expect(r.get('search_flights')).toBe(t);
@@ -72,19 +73,19 @@ describe('ToolRegistry: scope x routing (spec 002 "Scope and routing")', () => {
   });
 
   it('tools:specialist:routed — a specialist tool with a justification routes by default', () => {
-    const t = new ToolRegistry().register(specialist());
+    const t = new ToolRegistry(compileApprovalPolicy).register(specialist());
     expect(t).toMatchObject({ scope: 'specialist', routing: 'routed' });
     expect(t.justification).toMatch(/date extractor/);
   });
 
   it('tools:specialist:bypass — a specialist bypass tool with reason and justification registers and keeps its reason', () => {
-    const t = new ToolRegistry().register(bypass());
+    const t = new ToolRegistry(compileApprovalPolicy).register(bypass());
     expect(t).toMatchObject({ scope: 'specialist', routing: 'bypass' });
     expect(t.bypassReason).toMatch(/IMAP client/);
   });
 
   it('tools:generalist-bypass:rejected — generalist + bypass is rejected with the fix', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const e = expectRule(
       () => r.register(generalist({ routing: 'bypass', bypassRouting: { reason: 'Latency matters a great deal here.' } })),
       'tools:generalist-bypass:rejected',
@@ -96,26 +97,26 @@ describe('ToolRegistry: scope x routing (spec 002 "Scope and routing")', () => {
   });
 
   it('tools:bypass:requires-reason — bypass without bypassRouting.reason is rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(bypass({ bypassRouting: undefined })), 'tools:bypass:requires-reason', "'imap_fetch'", /bypassRouting/);
     expectRule(() => r.register(bypass({ bypassRouting: {} })), 'tools:bypass:requires-reason');
   });
 
   it('tools:bypass:reason-placeholder-rejected — a placeholder bypass reason is rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     for (const reason of ['', '   ', 'TODO', 'n/a', 'fast']) {
       expectRule(() => r.register(bypass({ bypassRouting: { reason } })), 'tools:bypass:reason-placeholder-rejected', /bypassRouting\.reason/);
     }
   });
 
   it('tools:specialist:requires-justification — a specialist (routed or bypass) without justification is rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(specialist({ justification: undefined })), 'tools:specialist:requires-justification', "'extract_dates'");
     expectRule(() => r.register(bypass({ justification: undefined })), 'tools:specialist:requires-justification', "'imap_fetch'");
   });
 
   it('tools:justification:placeholder-rejected — empty, whitespace, TODO, tbd, fixme, xxx, n/a, ..., placeholder and short texts are rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     for (const justification of ['', '  \t', 'TODO', 'todo', 'tbd', 'TBD', 'FIXME', 'xxx', 'N/A', '...', 'Placeholder', 'TODO: explain this later', 'private', '!!!!!!!!!!!!']) {
       expectRule(() => r.register(specialist({ justification })), 'tools:justification:placeholder-rejected', /justification/);
     }
@@ -130,19 +131,19 @@ describe('ToolRegistry: scope x routing (spec 002 "Scope and routing")', () => {
 
   it('tools:bypassRouting:only-with-bypass — bypassRouting on a routed tool is rejected', () => {
     expectRule(
-      () => new ToolRegistry().register(specialist({ bypassRouting: { reason: 'A reason long enough to count.' } })),
+      () => new ToolRegistry(compileApprovalPolicy).register(specialist({ bypassRouting: { reason: 'A reason long enough to count.' } })),
       'tools:bypassRouting:only-with-bypass',
     );
   });
 
   it('tools:peerExposed:generalist-only — peerExposed on a specialist is rejected; on a generalist it is kept', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(specialist({ peerExposed: true })), 'tools:peerExposed:generalist-only', "'extract_dates'", /A2A peers/);
     expect(r.register(generalist({ peerExposed: true })).peerExposed).toBe(true);
   });
 
   it('tools:scope:invalid and tools:routing:invalid — unknown scope or routing values are rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ scope: 'shared' })), 'tools:scope:invalid', /'generalist'/);
     expectRule(() => r.register(generalist({ scope: undefined })), 'tools:scope:invalid');
     expectRule(() => r.register(generalist({ routing: 'direct' })), 'tools:routing:invalid');
@@ -151,7 +152,7 @@ describe('ToolRegistry: scope x routing (spec 002 "Scope and routing")', () => {
 
 describe('ToolRegistry: names, fields, tags', () => {
   it('tools:name:invalid — names outside ^[a-zA-Z0-9_-]{1,64}$ are rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     for (const name of ['', 'search flights', 'search.flights', 'a'.repeat(65), 'résumé', 7]) {
       expectRule(() => r.register(generalist({ name })), 'tools:name:invalid');
     }
@@ -159,31 +160,31 @@ describe('ToolRegistry: names, fields, tags', () => {
   });
 
   it('tools:name:reserved — respond, respond_to_user and mark_work_complete cannot be registered', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     for (const name of ['respond', 'respond_to_user', 'mark_work_complete']) {
       expectRule(() => r.register(generalist({ name })), 'tools:name:reserved', `'${name}'`, /provided by the runtime/);
     }
   });
 
   it('tools:duplicate:rejected — a second tool with the same name is rejected; the first stays', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const first = r.register(generalist());
     expectRule(() => r.register(generalist({ description: 'Another one.' })), 'tools:duplicate:rejected', "'search_flights'");
     expect(r.get('search_flights')).toBe(first);
   });
 
   it('tools:description:required — a missing or blank description is rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ description: undefined })), 'tools:description:required');
     expectRule(() => r.register(generalist({ description: '  ' })), 'tools:description:required');
   });
 
   it('tools:handler:required — a missing handler is rejected', () => {
-    expectRule(() => new ToolRegistry().register(generalist({ handler: 'fn' })), 'tools:handler:required');
+    expectRule(() => new ToolRegistry(compileApprovalPolicy).register(generalist({ handler: 'fn' })), 'tools:handler:required');
   });
 
   it('tools:tags:strings — tags must be an array of strings; they are kept, frozen', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ tags: 'read' })), 'tools:tags:strings');
     expectRule(() => r.register(generalist({ tags: ['read', 3] })), 'tools:tags:strings');
     const t = r.register(generalist({ tags: ['read', 'flights'] }));
@@ -192,17 +193,17 @@ describe('ToolRegistry: names, fields, tags', () => {
   });
 
   it('tools:field:unknown — a misspelt field is rejected instead of ignored', () => {
-    expectRule(() => new ToolRegistry().register(generalist({ requireApproval: true })), 'tools:field:unknown', /'requireApproval'/);
+    expectRule(() => new ToolRegistry(compileApprovalPolicy).register(generalist({ requireApproval: true })), 'tools:field:unknown', /'requireApproval'/);
   });
 
   it('tools:definition:object — a non-object definition is rejected', () => {
-    expectRule(() => new ToolRegistry().register(null as never), 'tools:definition:object');
+    expectRule(() => new ToolRegistry(compileApprovalPolicy).register(null as never), 'tools:definition:object');
   });
 });
 
 describe('ToolRegistry: schemas compiled once with ajv', () => {
   it('tools:schema:invalid-fails-registration — an invalid inputSchema fails naming the tool and ajv\'s message', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const e = expectRule(
       () => r.register(generalist({ inputSchema: { type: 'object', properties: { a: { type: 'strin' } } } })),
       'tools:schema:invalid-fails-registration',
@@ -214,20 +215,20 @@ describe('ToolRegistry: schemas compiled once with ajv', () => {
 
   it('tools:output-schema:invalid-fails-registration — an invalid outputSchema fails naming the tool', () => {
     expectRule(
-      () => new ToolRegistry().register(generalist({ outputSchema: { type: 'object', required: 'x' } })),
+      () => new ToolRegistry(compileApprovalPolicy).register(generalist({ outputSchema: { type: 'object', required: 'x' } })),
       'tools:output-schema:invalid-fails-registration',
       /outputSchema/,
     );
   });
 
   it('tools:schema:required and tools:schema:object-type — inputSchema must be an object schema with type object', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ inputSchema: undefined })), 'tools:schema:required');
     expectRule(() => r.register(generalist({ inputSchema: { type: 'string' } })), 'tools:schema:object-type');
   });
 
   it('tools:validateInput:violations — every violation with its JSON path and a schema:<keyword> rule', () => {
-    const t = new ToolRegistry().register(generalist());
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist());
     expect(t.validateInput({ destination: 'CFU' })).toEqual([]);
     const v = t.validateInput({ passengers: 0, email: 'not-an-email', extra: 1 });
     expect(v).toEqual(
@@ -244,7 +245,7 @@ describe('ToolRegistry: schemas compiled once with ajv', () => {
   });
 
   it('tools:validateInput:no-allocation — a valid input returns the same empty array every time', () => {
-    const t = new ToolRegistry().register(generalist());
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist());
     const a = t.validateInput({ destination: 'CFU' });
     const b = t.validateInput({ destination: 'LGW' });
     expect(a).toHaveLength(0);
@@ -252,7 +253,7 @@ describe('ToolRegistry: schemas compiled once with ajv', () => {
   });
 
   it('tools:validateOutput — checks the outputSchema when given, and accepts anything without one', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const withOut = r.register(
       generalist({ outputSchema: { type: 'object', required: ['flights'], properties: { flights: { type: 'array' } } } }),
     );
@@ -264,12 +265,12 @@ describe('ToolRegistry: schemas compiled once with ajv', () => {
 
   it('tools:schema:per-registry — two registries compile the same $id independently', () => {
     const s = { $id: 'https://example.test/flight.json', type: 'object', properties: {} };
-    expect(new ToolRegistry().register(generalist({ inputSchema: s })).validateInput({})).toEqual([]);
-    expect(new ToolRegistry().register(generalist({ inputSchema: s })).validateInput({})).toEqual([]);
+    expect(new ToolRegistry(compileApprovalPolicy).register(generalist({ inputSchema: s })).validateInput({})).toEqual([]);
+    expect(new ToolRegistry(compileApprovalPolicy).register(generalist({ inputSchema: s })).validateInput({})).toEqual([]);
   });
 
   it('tools:schema:duplicate-id — a second schema with an $id already used in this registry fails naming the tool', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const s = { $id: 'https://example.test/flight.json', type: 'object', properties: {} };
     r.register(generalist({ inputSchema: s }));
     expectRule(() => r.register(generalist({ name: 'other', inputSchema: { ...s } })), 'tools:schema:invalid-fails-registration', "'other'", /already exists/);
@@ -278,7 +279,7 @@ describe('ToolRegistry: schemas compiled once with ajv', () => {
 
 describe('ToolRegistry: approval policies (spec 002 "HITL approval integration")', () => {
   it('tools:approval:none — false or absent compiles to kind none, which approves', async () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const a = r.register(generalist());
     const b = r.register(specialist({ requiresApproval: false }));
     for (const t of [a, b]) {
@@ -288,13 +289,13 @@ describe('ToolRegistry: approval policies (spec 002 "HITL approval integration")
   });
 
   it('tools:approval:always — true compiles to kind always, which asks with source always', async () => {
-    const t = new ToolRegistry().register(generalist({ requiresApproval: true }));
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist({ requiresApproval: true }));
     expect(t.approval.kind).toBe('always');
     expect(await t.approval.evaluate({ destination: 'CFU' }, ctx)).toEqual({ decision: 'ask', source: 'always' });
   });
 
   it('tools:approval:cel — autoApproveIf compiles once and approves only when true (spec example)', async () => {
-    const t = new ToolRegistry().register(
+    const t = new ToolRegistry(compileApprovalPolicy).register(
       generalist({ name: 'book_flight', requiresApproval: { autoApproveIf: "args.totalCost < 50 && ctx.user.tier == 'trusted'" }, inputSchema: { type: 'object' } }),
     );
     expect(t.approval.kind).toBe('cel');
@@ -305,7 +306,7 @@ describe('ToolRegistry: approval policies (spec 002 "HITL approval integration")
   });
 
   it('tools:cel:syntax-error-fails-registration — a CEL syntax error fails naming the tool and the CEL error', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(
       () => r.register(generalist({ requiresApproval: { autoApproveIf: 'args.totalCost < ' } })),
       'tools:cel:syntax-error-fails-registration',
@@ -316,30 +317,30 @@ describe('ToolRegistry: approval policies (spec 002 "HITL approval integration")
   });
 
   it('tools:cel:type-error-fails-registration — unknown variables or functions fail at registration', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ requiresApproval: { autoApproveIf: 'process.env.HOME == "x"' } })), 'tools:cel:type-error-fails-registration', /process/);
     expectRule(() => r.register(generalist({ requiresApproval: { autoApproveIf: 'exec("rm -rf /")' } })), 'tools:cel:type-error-fails-registration', /exec/);
   });
 
   it('tools:cel:must-return-bool — an expression of a known non-bool type fails at registration', () => {
-    expectRule(() => new ToolRegistry().register(generalist({ requiresApproval: { autoApproveIf: 'size(args.items)' } })), 'tools:cel:must-return-bool', /int/);
+    expectRule(() => new ToolRegistry(compileApprovalPolicy).register(generalist({ requiresApproval: { autoApproveIf: 'size(args.items)' } })), 'tools:cel:must-return-bool', /int/);
   });
 
   it('tools:approval:handler — a handler function compiles to kind handler', async () => {
-    const t = new ToolRegistry().register(generalist({ requiresApproval: (args: { destination?: string }) => ({ decision: args.destination === 'CFU' ? 'approve' : 'deny', reason: 'route policy' }) }));
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist({ requiresApproval: (args: { destination?: string }) => ({ decision: args.destination === 'CFU' ? 'approve' : 'deny', reason: 'route policy' }) }));
     expect(t.approval.kind).toBe('handler');
     expect(await t.approval.evaluate({ destination: 'CFU' }, ctx)).toEqual({ decision: 'approve', source: 'handler', reason: 'route policy' });
     expect(await t.approval.evaluate({ destination: 'JFK' }, ctx)).toEqual({ decision: 'deny', source: 'handler', reason: 'route policy' });
   });
 
   it('tools:approval:invalid — any other requiresApproval value is rejected', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expectRule(() => r.register(generalist({ requiresApproval: 'yes' })), 'tools:approval:invalid');
     expectRule(() => r.register(generalist({ requiresApproval: { autoApprove: 'true' } })), 'tools:approval:invalid', /autoApprove/);
   });
 
   it('tools:approval:standing — allowStandingApproval defaults to true and can be turned off at either level', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     expect(r.register(generalist({ name: 'a', requiresApproval: true })).approval.allowStandingApproval).toBe(true);
     expect(r.register(generalist({ name: 'b', requiresApproval: true, allowStandingApproval: false })).approval.allowStandingApproval).toBe(false);
     expect(
@@ -351,7 +352,7 @@ describe('ToolRegistry: approval policies (spec 002 "HITL approval integration")
 
 describe('ToolRegistry: resolve (spec 002 "Per-actor filtering")', () => {
   it('tools:resolve:in-order — names resolve to the registered tools in the order given', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     const a = r.register(generalist());
     const b = r.register(specialist());
     expect(r.resolve(['extract_dates', 'search_flights'], 'triage')).toEqual([b, a]);
@@ -359,7 +360,7 @@ describe('ToolRegistry: resolve (spec 002 "Per-actor filtering")', () => {
   });
 
   it('tools:resolve:lists-every-unknown — one TurnstateError lists every unknown name and the actor', () => {
-    const r = new ToolRegistry();
+    const r = new ToolRegistry(compileApprovalPolicy);
     r.register(generalist());
     let err: unknown;
     try {
@@ -379,16 +380,16 @@ describe('ToolRegistry: resolve (spec 002 "Per-actor filtering")', () => {
   });
 
   it('registries:per-instance — a tool registered in one registry is unknown to another', () => {
-    const a = new ToolRegistry();
+    const a = new ToolRegistry(compileApprovalPolicy);
     a.register(generalist());
-    const b = new ToolRegistry();
+    const b = new ToolRegistry(compileApprovalPolicy);
     expect(b.has('search_flights')).toBe(false);
     expect(() => b.resolve(['search_flights'])).toThrowError(/search_flights/);
     expect(b.register(generalist()).name).toBe('search_flights');
   });
 
   it('tools:registered:frozen — a registered tool cannot be altered', () => {
-    const t = new ToolRegistry().register(generalist());
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist());
     expect(() => {
       (t as { scope: string }).scope = 'specialist';
     }).toThrow(TypeError);

@@ -1,6 +1,6 @@
 /** Shared test helpers for respond(): real registries, a consumer registration, arbitraries. */
 import fc from 'fast-check';
-import { createRegistries } from '../../src/registries/index.js';
+import { createRegistries } from '../../src/create-registries.js';
 import type { Registries } from '../../src/registries/types.js';
 import type { Part } from '../../src/types.js';
 import type { RespondContext } from '../../src/respond/types.js';

@@ -1,6 +1,7 @@
 /**
  * Test fixtures: tools registered in a real ToolRegistry (one per fixture call), and ToolContexts.
  */
+import { compileApprovalPolicy } from '../../src/approvals/policy.js';
 import { ToolRegistry } from '../../src/registries/tools.js';
 import type { RegisteredTool, ToolContext, ToolHandler } from '../../src/registries/types.js';
 import type { Routing, Scope } from '../../src/types.js';
@@ -14,7 +15,7 @@ export interface ToolSpec {
   bypassReason?: string;
 }
 
-const registry = new ToolRegistry();
+const registry = new ToolRegistry(compileApprovalPolicy);
 
 /** Registers the tool in a real ToolRegistry (names must be unique across the test file). */
 export function makeTool(spec: ToolSpec): RegisteredTool {

@@ -6,6 +6,7 @@
  * targets', transitively) unless `exposedTools` names them. Exposed tools are off until a
  * client enables them; unexposed tools always run (trusted, inline).
  */
+import { clientToolNameProblem } from '../../registries/client-tools.js';
 import type { Registries, RegisteredTool } from '../../registries/types.js';
 import type { DoubleTextingPolicy } from '../../types.js';
 import { HttpError } from '../http.js';
@@ -125,18 +126,14 @@ export function checkServerTools(agent: ResolvedAgent, tools: readonly ServerToo
   });
 }
 
-/** Client tool names must be unique and must not shadow the agent's server tools. */
+/** Client tool names must be unique and must not shadow the agent's server tools (clientToolNameProblem). */
 export function checkClientTools(agent: ResolvedAgent, tools: readonly ToolSpec[], base: string): void {
-  const seen = new Set<string>();
-  tools.forEach((t, i) => {
-    if (seen.has(t.name)) throw new HttpError(400, 'tool.duplicate', `client tool "${t.name}" is declared twice`, { path: `${base}/${i}/name` });
-    seen.add(t.name);
-    if (agent.reachable.has(t.name) || t.name === 'respond' || t.name === 'respond_to_user' || t.name === 'mark_work_complete') {
-      throw new HttpError(400, 'tool.name_conflict', `client tool "${t.name}" has the name of one of the agent's tools; tool names must be unique`, {
-        path: `${base}/${i}/name`,
-      });
-    }
-  });
+  const problem = clientToolNameProblem(tools, (name) => agent.reachable.has(name));
+  if (problem === undefined) return;
+  const path = `${base}/${problem.index}/name`;
+  if (problem.kind === 'unnamed') throw new HttpError(400, 'request.invalid', 'every client tool needs a non-empty "name"', { path });
+  if (problem.kind === 'duplicate') throw new HttpError(400, 'tool.duplicate', `client tool "${problem.name}" is declared twice`, { path });
+  throw new HttpError(400, 'tool.name_conflict', `client tool "${problem.name}" has the name of one of the agent's tools; tool names must be unique`, { path });
 }
 
 /** Checks options against the agent's declared options (unknown keys and bad select values are 400s). */

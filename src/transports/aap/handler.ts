@@ -7,10 +7,9 @@
  * with other transports on one server. Sessions of another tenant are 404, like unknown ones.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Runtime, SessionHandle } from '../../api.js';
-import type { SessionRecord } from '../../machines/ports.js';
+import type { SessionHandle, SessionRuntime } from '../../api.js';
 import { TurnstateError } from '../../errors.js';
-import type { Principal } from '../../types.js';
+import type { Principal, SessionRecord } from '../../types.js';
 import type { Authenticate } from '../types.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
@@ -43,7 +42,7 @@ import { runTurnRequest } from './turns.js';
 import { AAP_PROTOCOL_VERSION, STREAM_MODES, type MetaResponse, type SessionResponse, type StreamMode } from './types.js';
 
 export interface AapOptions {
-  runtime: Runtime;
+  runtime: SessionRuntime;
   /** Request -> principal, or 401/403. Without it every request is the anonymous principal. */
   authenticate?: Authenticate;
   /** Request-body limit in bytes (default 1 MiB); larger bodies are 413. */
@@ -216,7 +215,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     }
     const builder = new MessageBuilder({ includeUser: true, includeClientResults: true, includeThinking: type === 'full' });
     const projector = new AapProjector({ granularity: 'whole', classify, emit: builder.push });
-    for (const ev of await runtime.store.readEvents(handle.id, 0)) projector.push(ev);
+    for (const ev of await runtime.history(handle.id)) projector.push(ev);
     const messages = builder.finish(projector.unresolvedCalls());
     sendJson(ctx.res, 200, { history: type === 'full' ? { full: messages } : { compacted: messages } });
   });

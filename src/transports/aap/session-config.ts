@@ -3,8 +3,8 @@
  * at creation in the session record's metadata, and each override with the user message that
  * brought it (the `turn.started` event's input metadata). The latest persisted value wins.
  */
-import type { Runtime, SessionHandle } from '../../api.js';
-import type { SessionRecord } from '../../machines/ports.js';
+import type { SessionHandle, SessionRuntime } from '../../api.js';
+import type { SessionRecord } from '../../types.js';
 import type { AgentConfig, ToolSpec } from './types.js';
 
 export const AAP_METADATA_KEY = 'aap';
@@ -20,10 +20,10 @@ function fromMetadata(value: unknown): Partial<AapSessionConfig> | undefined {
 }
 
 export class SessionConfigs {
-  readonly #runtime: Runtime;
+  readonly #runtime: SessionRuntime;
   readonly #cache = new Map<string, AapSessionConfig>();
 
-  constructor(runtime: Runtime) {
+  constructor(runtime: SessionRuntime) {
     this.#runtime = runtime;
   }
 
@@ -37,7 +37,7 @@ export class SessionConfigs {
       agent: { name: record.actor, ...(base?.agent ?? {}) },
       tools: base?.tools ?? [],
     };
-    const events = await this.#runtime.store.readEvents(record.id, 0);
+    const events = await this.#runtime.history(record.id);
     for (const ev of events) {
       if (ev.type !== 'turn.started') continue;
       const override = fromMetadata(ev.input.metadata?.[AAP_METADATA_KEY]);

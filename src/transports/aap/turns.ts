@@ -9,7 +9,7 @@
  * path as every other channel: the first answer wins, a later one is a 409 naming the first.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Runtime, SendOptions, SessionHandle, SessionSnapshot } from '../../api.js';
+import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
 import { checkClientTools, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
@@ -27,7 +27,7 @@ import type {
 } from './types.js';
 
 export interface TurnRequestContext {
-  runtime: Runtime;
+  runtime: SessionRuntime;
   handle: SessionHandle;
   principal: Principal;
   agent: ResolvedAgent;
@@ -163,7 +163,7 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
         { path: `/messages/${i}/role` },
       );
     }
-    resolvedElsewhere ??= await runtime.store.listApprovals({ sessionId: handle.id });
+    resolvedElsewhere ??= await runtime.approvals({ sessionId: handle.id });
     const earlier = resolvedElsewhere.filter((a) => a.callId === m.toolCallId && a.status !== 'pending').pop();
     if (earlier !== undefined) throw alreadyResolved(m.toolCallId, earlier);
     throw new HttpError(400, 'tool.not_pending', `no pending tool call "${m.toolCallId}" waits for permission in session "${handle.id}" (pending: ${pendingList})`, { path });

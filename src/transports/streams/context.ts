@@ -2,12 +2,12 @@
  * What the SSE and WebSocket halves of the streams transport share: the runtime, the
  * authentication hook, the codec, the limits, and the set of open connections.
  */
-import type { Runtime, SessionHandle } from '../../api.js';
+import type { SessionHandle, SessionRuntime } from '../../api.js';
 import type { Principal } from '../../types.js';
 import { sameTenant } from '../http.js';
 import type { Authenticate } from '../types.js';
 import type { EventCodec } from './codec.js';
-import type { SessionHub } from './follow.js';
+import type { SessionHub } from './hub.js';
 
 export interface StreamsLimits {
   /** Per subscriber: bytes queued plus bytes buffered in the socket. */
@@ -31,7 +31,7 @@ export interface StreamConnection {
 }
 
 export interface StreamsContext {
-  runtime: Runtime;
+  runtime: SessionRuntime;
   authenticate: Authenticate | undefined;
   codec: EventCodec;
   limits: StreamsLimits;
@@ -58,7 +58,7 @@ export function sessionNotFoundMessage(sessionId: string): string {
  * The session if it exists and belongs to the principal's tenant; undefined otherwise, so a
  * session of another tenant is indistinguishable from a missing one.
  */
-export async function visibleSession(runtime: Runtime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
+export async function visibleSession(runtime: SessionRuntime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
   const session = await runtime.session(sessionId);
   if (session === undefined || !sameTenant(principal, session.record.tenantId)) return undefined;
   return session;

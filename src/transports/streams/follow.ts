@@ -14,10 +14,10 @@
  *   held (with everything after it) until a later delta of the same part names it (then sent or
  *   discarded with it) or the part arrives whole.
  */
-import type { Subscription } from 'rxjs';
 import type { SessionHandle } from '../../api.js';
 import type { SessionEvent } from '../../types.js';
 import type { StreamsContext } from './context.js';
+import { SessionHub, type HubFollower } from './hub.js';
 import type { BoundedSubscriber } from './subscriber.js';
 
 const PAGE = 256;
@@ -31,56 +31,7 @@ export interface FollowHandlers {
   complete(): void;
 }
 
-/** The one runtime subscription of a session, fanned out to local followers. */
-export class SessionHub {
-  /** The highest seq received from the runtime (the start seq before the first event). */
-  lastSeq: number;
-  private readonly followers = new Set<Follower>();
-  private subscription: Subscription | undefined;
-  private ended = false;
-
-  constructor(
-    private readonly hubs: Map<string, SessionHub>,
-    private readonly session: SessionHandle,
-    start: number,
-  ) {
-    this.lastSeq = start;
-    hubs.set(session.id, this);
-  }
-
-  start(): void {
-    this.subscription = this.session.events(this.lastSeq).subscribe({
-      next: (event) => {
-        this.lastSeq = event.seq;
-        for (const f of this.followers) f.live(event);
-      },
-      error: (e: unknown) => this.end((f) => f.failed(e)),
-      complete: () => this.end((f) => f.completed()),
-    });
-    if (this.ended) this.subscription.unsubscribe();
-  }
-
-  add(f: Follower): void {
-    this.followers.add(f);
-  }
-
-  leave(f: Follower): void {
-    this.followers.delete(f);
-    if (this.followers.size === 0) this.end(() => undefined);
-  }
-
-  private end(notify: (f: Follower) => void): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.subscription?.unsubscribe();
-    if (this.hubs.get(this.session.id) === this) this.hubs.delete(this.session.id);
-    const followers = [...this.followers];
-    this.followers.clear();
-    for (const f of followers) notify(f);
-  }
-}
-
-class Follower implements Follow {
+class Follower implements Follow, HubFollower {
   /** The last seq taken from the replay or the hub (delivered, or dropped by the delivery rules). */
   private cursor: number;
   private stopped = false;
@@ -101,7 +52,7 @@ class Follower implements Follow {
   }
 
   async run(): Promise<void> {
-    const { store } = this.ctx.runtime;
+    const { runtime } = this.ctx;
     const id = this.session.id;
     let exhausted = false;
     for (;;) {
@@ -120,7 +71,7 @@ class Follower implements Follow {
           return;
         }
       }
-      const page = await store.readEvents(id, this.cursor, PAGE);
+      const page = await runtime.history(id, this.cursor, PAGE);
       if (this.stopped || this.sub.isClosed) return;
       if (exhausted && page.length === 0) {
         // The hub is ahead of the store (cannot happen while events are stored before they are published).

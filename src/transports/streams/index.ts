@@ -9,7 +9,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Runtime } from '../../api.js';
+import type { SessionRuntime } from '../../api.js';
 import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.js';
 import type { Authenticate, HttpTransport } from '../types.js';
 import { createEventCodec } from './codec.js';
@@ -23,7 +23,7 @@ export { SUBPROTOCOL, CloseCode, SLOW_CONSUMER_REASON, parseClientFrame } from '
 export type { ClientFrame, ServerFrame } from './frames.js';
 
 export interface StreamsTransportOptions {
-  runtime: Runtime;
+  runtime: SessionRuntime;
   /** Decides who is calling; EventSource cannot send headers, so it may read a cookie or `?token=`. */
   authenticate?: Authenticate;
   /** Directory served at `/` (the demo page). Omit to serve no files. */

@@ -266,7 +266,7 @@ class WsConnection implements StreamConnection {
     if (!this.subs.has(sessionId) && this.subs.size >= MAX_SUBSCRIPTIONS) {
       return this.error('subscription.limit', `a connection may follow at most ${MAX_SUBSCRIPTIONS} sessions: unsubscribe from one first`, ref, sessionId);
     }
-    const lastSeq = await ctx.runtime.store.lastSeq(sessionId);
+    const { lastSeq } = await session.snapshot();
     if (this.closed) return;
     this.dropSubscription(sessionId);
     this.reply(withRef({ type: 'subscribed', sessionId, lastSeq }, ref), sessionId);
@@ -292,7 +292,7 @@ class WsConnection implements StreamConnection {
     const { runtime } = this.ctx;
     const approved = frame.type === 'approve';
     const notFound = (): void => this.error('approval.not_found', `approval "${frame.approvalId}" not found`, frame.ref);
-    const record = await runtime.store.getApproval(frame.approvalId);
+    const record = await runtime.approval(frame.approvalId);
     if (record === undefined || (frame.sessionId !== undefined && frame.sessionId !== record.sessionId)) return notFound();
     const session = await visibleSession(runtime, this.principal, record.sessionId);
     if (session === undefined) return notFound();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRegistries } from '../../../src/registries/index.js';
+import { createRegistries } from '../../../src/create-registries.js';
 import { createEventCodec } from '../../../src/transports/streams/codec.js';
 import { BoundedSubscriber, FRAME_OVERHEAD, type Sink } from '../../../src/transports/streams/subscriber.js';
 import type { SessionEvent } from '../../../src/types.js';
