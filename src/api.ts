@@ -42,8 +42,10 @@ export interface TurnOutcome {
   parts: Part[];
   usage: Usage;
   error?: { code: string; message: string };
-  /** Spec 003 compatibility mode: the last respond_to_user text of the turn, else the final text. */
+  /** Spec 003 compatibility mode: the last respond_to_user text of the turn, else `finalContent` (as on `turn.settled`). */
   userResponse?: string;
+  /** Spec 003 compatibility mode: the final text for display (the mark_work_complete summary, else the last assistant text). */
+  finalContent?: string;
 }
 
 export interface TurnRef {

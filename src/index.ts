@@ -66,6 +66,7 @@ export {
 } from './registries/index.js';
 export type {
   ActorDefinition,
+  CompatSetting,
   ApprovalHandler,
   ApprovalPolicy,
   ApprovalVerdict,
@@ -96,8 +97,10 @@ export {
   respondPromptSnippet,
   compatTools,
   createCompatTracker,
+  compatOptions,
+  COMPAT_COMPLETION_NUDGE,
 } from './respond/index.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker } from './respond/index.js';
+export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, CompatOptions } from './respond/index.js';
 export { createRespondStreamParser } from './respond/stream.js';
 
 // Machines (pure; drawable in Stately).

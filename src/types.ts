@@ -272,6 +272,13 @@ export type SessionEventBody =
       /** Why the turn stopped when it did not end normally (maps onto AAP stopReason). */
       stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
       error?: { code: string; message: string };
+      /**
+       * Spec 003 compatibility mode (absent otherwise): what a voice or messaging channel
+       * delivers, the last respond_to_user text of the turn, else `finalContent`.
+       */
+      userResponse?: string;
+      /** Spec 003 compatibility mode: the final text for display (the mark_work_complete summary, else the last assistant text). */
+      finalContent?: string;
     };
 
 export type SessionEventType = SessionEventBody['type'];

@@ -24,7 +24,8 @@ import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionSto
 import type { SessionContext, SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
-import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracker, type RespondParser, type RespondResult } from '../respond/index.js';
+import { RESPOND_TOOL_NAME, isCompatTool, type RespondParser, type RespondResult } from '../respond/index.js';
+import { compatNudge, compatSettledFields, compatTrackerOf, isCompatActor, replayCompatTurn } from './compat-turn.js';
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { EventRouter } from '../router/router.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
@@ -771,7 +772,8 @@ export class SessionHost implements SessionHandle {
       system: tools.system,
       messages: this.historyFor(actorName).update(mailbox),
       tools: tools.modelTools as ModelTool[],
-      toolChoice: actorDef.thinking ? ('auto' as const) : ('any' as const),
+      // compat: spec 003 assistant text is internal and allowed, so the model may stop (and be nudged).
+      toolChoice: actorDef.thinking || isCompatActor(actorDef) ? ('auto' as const) : ('any' as const),
       ...(actorDef.model ? { model: actorDef.model } : {}),
       ...(actorDef.maxTokens ? { maxTokens: actorDef.maxTokens } : {}),
       ...(actorDef.thinking ? { thinking: actorDef.thinking } : {}),
@@ -779,7 +781,7 @@ export class SessionHost implements SessionHandle {
     const abort = !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     t.abort = abort;
     t.interrupted = false;
-    const compat = actorDef.compat === 'respond_to_user';
+    const compat = isCompatActor(actorDef);
     const applied: { block: ToolUseBlock; result: RespondResult; content: string }[] = [];
     const toolUses: ToolUseBlock[] = [];
     let freeText = '';
@@ -830,7 +832,7 @@ export class SessionHost implements SessionHandle {
             if (b.type === 'tool_use') {
               streams.get(ev.index)?.parser.end();
               if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
-                let { result, content } = b.name === RESPOND_TOOL_NAME ? { result: this.parseRespond(b, actorDef), content: RESPOND_OK } : this.compatCall(t, b);
+                let { result, content } = b.name === RESPOND_TOOL_NAME ? { result: this.parseRespond(b, actorDef), content: RESPOND_OK } : this.compatCall(t, b, actorDef);
                 if (result.ok && this.isProgress(result.call.turnState) && applied.some((a) => a.result.ok && !this.isProgress(a.result.call.turnState))) {
                   // Nothing may follow a call that ends or hands off the turn.
                   result = this.reject('respond:state-change:last-call', '/turnState', 'an earlier respond() call in this response ended or handed off the turn; it must be the last call of its response');
@@ -965,16 +967,25 @@ export class SessionHost implements SessionHandle {
       if (this.turnState() === 'error') await this.failWithPart(t, actorName, 'turn.respond_retries', 'respond() was rejected too many times', 'Sorry, I could not put my answer together. Please try again.', 'error', true);
       return;
     }
-    if (applied.length === 0 && compat && freeText.trim() !== '') {
-      // Spec 003: without respond_to_user, the final text is what gets delivered (fallback).
-      t.compat ??= createCompatTracker();
-      t.compat.onAssistantText(freeText);
-      const { result } = this.compatCall(t, { type: 'tool_use', id: `${t.turnId}:fallback`, name: 'mark_work_complete', input: {} });
+    if (compat) compatTrackerOf(t, actorDef).onAssistantText(freeText);
+    if (applied.length === 0 && compat) {
+      // Spec 003: an actor that stops without mark_work_complete is nudged to complete; past the
+      // nudge budget, its last respond_to_user text (else its final text) is delivered.
+      const c = this.ctx();
+      if (c.nudges < c.maxNudges) {
+        this.tell({ type: 'MODEL_DONE', next: 'free-text' });
+        await this.commit({ mailbox: [compatNudge(t.turnId, this.deps.clock.iso(), actorName)] });
+        return;
+      }
+      const { result } = this.compatCall(t, { type: 'tool_use', id: `${t.turnId}:fallback`, name: 'mark_work_complete', input: {} }, actorDef);
       if (result.ok) {
         this.tell({ type: 'MODEL_DONE', next: 'call' });
         await this.applyRespond(t, actorName, result, `${t.turnId}:fallback`);
         return;
       }
+      this.tell({ type: 'MODEL_DONE', next: 'free-text' });
+      await this.failWithPart(t, actorName, 'turn.incomplete', 'the actor stopped without respond_to_user or mark_work_complete and wrote no text', 'Sorry, I could not produce an answer. Please try again.', 'error', true);
+      return;
     }
     if (applied.length === 0) {
       // Text outside respond() is never delivered: nudge, and after a bound, fail.
@@ -1000,8 +1011,8 @@ export class SessionHost implements SessionHandle {
   }
 
   /** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
-  private compatCall(t: ActiveTurn, b: ToolUseBlock): { result: RespondResult; content: string } {
-    const tracker = (t.compat ??= createCompatTracker());
+  private compatCall(t: ActiveTurn, b: ToolUseBlock, actorDef: ActorDefinition): { result: RespondResult; content: string } {
+    const tracker = compatTrackerOf(t, actorDef);
     const r = tracker.onCall(b.name, b.input);
     if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
     const parts: Part[] = [];
@@ -1316,6 +1327,7 @@ export class SessionHost implements SessionHandle {
       events.unshift(this.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor: this.ctx().actor ?? this.record.actor }));
     }
     const stop = t.stop ?? (state === 'error' && error ? 'error' : undefined);
+    const compatFields = compatSettledFields(t, state);
     events.push(
       this.event(t.turnId, {
         type: 'turn.settled',
@@ -1323,6 +1335,7 @@ export class SessionHost implements SessionHandle {
         usage: t.usage,
         ...(stop ? { stop } : {}),
         ...(error ? { error } : {}),
+        ...compatFields,
       }),
     );
     // A message that joined too late for the model to see it is not lost: it becomes a turn.
@@ -1337,7 +1350,7 @@ export class SessionHost implements SessionHandle {
     await this.commit({ events }, true);
     const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
     if (envelope) outcome.envelope = envelope;
-    if (t.compat?.userResponse !== undefined) outcome.userResponse = t.compat.userResponse;
+    Object.assign(outcome, compatFields);
     if (stop) outcome.stop = stop;
     if (error) outcome.error = error;
     this.barrier();
@@ -1398,6 +1411,7 @@ export class SessionHost implements SessionHandle {
     };
     this.turn = t;
     const mailbox = await this.mailboxNow();
+    replayCompatTurn(t, this.deps.registries.actors.get(this.ctx().actor ?? this.record.actor), mailbox);
     const events = await this.deps.store.readEvents(this.id, 0);
     const called = new Map<string, SessionEvent>();
     const resulted = new Set<string>();

@@ -68,7 +68,12 @@ export class ActorRegistry implements ActorRegistryApi {
       }
     }
     if (d.compat !== undefined && d.compat !== 'respond_to_user') {
-      fail('actors:compat:invalid', `compat must be 'respond_to_user' or absent; got ${JSON.stringify(d.compat)}`);
+      const c = d.compat as Record<string, unknown> | null;
+      const shape = "compat must be 'respond_to_user' or { mode: 'respond_to_user', deliverDrafts?: boolean }";
+      if (c === null || typeof c !== 'object' || Array.isArray(c)) fail('actors:compat:invalid', `${shape}; got ${JSON.stringify(d.compat)}`);
+      if (c.mode !== 'respond_to_user') fail('actors:compat:invalid', `${shape}; got mode ${JSON.stringify(c.mode)}`);
+      for (const key of Object.keys(c)) if (key !== 'mode' && key !== 'deliverDrafts') fail('actors:compat:invalid', `${shape}; '${key}' is not a compat field`);
+      if (c.deliverDrafts !== undefined && typeof c.deliverDrafts !== 'boolean') fail('actors:compat:invalid', `${shape}; deliverDrafts must be a boolean`);
     }
 
     const tools = this.#names(d.tools, 'tools', fail);
@@ -86,6 +91,7 @@ export class ActorRegistry implements ActorRegistryApi {
     if (d.tools !== undefined) copy.tools = Object.freeze([...tools]) as string[];
     if (d.handoffs !== undefined) copy.handoffs = Object.freeze([...handoffs]) as string[];
     if (copy.thinking) copy.thinking = Object.freeze({ budgetTokens: copy.thinking.budgetTokens });
+    if (typeof copy.compat === 'object') copy.compat = Object.freeze({ ...copy.compat });
     const frozen = Object.freeze(copy);
     this.#actors.set(name, frozen);
     this.#list = Object.freeze([...this.#actors.values()]);

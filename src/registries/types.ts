@@ -217,11 +217,22 @@ export interface ActorDefinition {
   tools?: string[];
   /** Actors this one may hand off to with passTo. */
   handoffs?: string[];
-  /** Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of respond(). */
-  compat?: 'respond_to_user';
+  /**
+   * Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of
+   * respond(). `'respond_to_user'` is `{ mode: 'respond_to_user' }`: only the last
+   * respond_to_user text is delivered, at completion; `deliverDrafts: true` delivers each one as it is made.
+   */
+  compat?: 'respond_to_user' | CompatSetting;
   /** Bounds (defaults from the runtime). */
   maxModelCalls?: number;
   maxRespondRetries?: number;
+}
+
+/** The compatibility mode with its options (ActorDefinition `compat`). */
+export interface CompatSetting {
+  mode: 'respond_to_user';
+  /** Deliver every respond_to_user call mid-turn (default false: the last one, at completion). */
+  deliverDrafts?: boolean;
 }
 
 export interface ActorRegistryApi {

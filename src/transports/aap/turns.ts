@@ -271,7 +271,7 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
   // Before `begin` nothing is written: a refusal (4xx) is answered by the caller's error path.
   const finished = follower.done.then((reason) => {
     res.off('close', onClose);
-    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls());
+    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls(), compatFields(projector));
   });
   return {
     follower,
@@ -287,7 +287,19 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
 interface Sink {
   start(): void;
   item: (item: AapItem) => void;
-  finish(reason: StopReason, unresolved: string[]): void;
+  /** `extra`: turnstate's fields beside stopReason (spec 003 userResponse / finalContent), usually empty. */
+  finish(reason: StopReason, unresolved: string[], extra: CompatFields): void;
+}
+
+/** Spec 003 compatibility turns: `turn_stop` (and the `none` body) carry `userResponse` and `finalContent`. */
+type CompatFields = { userResponse?: string; finalContent?: string };
+
+function compatFields(projector: AapProjector): CompatFields {
+  const s = projector.settled;
+  const out: CompatFields = {};
+  if (s?.userResponse !== undefined) out.userResponse = s.userResponse;
+  if (s?.finalContent !== undefined) out.finalContent = s.finalContent;
+  return out;
 }
 
 function jsonSink(res: ServerResponse): Sink {
@@ -295,8 +307,8 @@ function jsonSink(res: ServerResponse): Sink {
   return {
     start() {},
     item: builder.push,
-    finish(reason, unresolved) {
-      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved) });
+    finish(reason, unresolved, extra) {
+      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved), ...extra });
       if (res.headersSent || res.writableEnded) return;
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
       res.end(body);
@@ -343,10 +355,10 @@ function sseSink(res: ServerResponse, heartbeatMs: number): Sink {
           return;
       }
     },
-    finish(reason) {
+    finish(reason, _unresolved, extra) {
       if (timer !== undefined) clearInterval(timer);
       if (!res.headersSent) startSse(res);
-      write(formatSse('turn_stop', { stopReason: reason }));
+      write(formatSse('turn_stop', { stopReason: reason, ...extra }));
       ended = true;
       if (!res.writableEnded) res.end();
     },

@@ -57,6 +57,10 @@ export interface SessionTurnRequest {
 export interface AgentResponse {
   stopReason: StopReason;
   messages: HistoryMessage[];
+  /** turnstate extension, spec 003 compatibility turns only: what a voice or messaging channel delivers. */
+  userResponse?: string;
+  /** turnstate extension, spec 003 compatibility turns only: the final text for display. */
+  finalContent?: string;
 }
 
 export interface SessionResponse {
@@ -74,7 +78,8 @@ export interface AapSseEvents {
   thinking: { thinking: string };
   tool_call: { toolCallId: string; name: string; input: Record<string, unknown> };
   tool_result: { toolCallId: string; content: string | AapContentBlock[] };
-  turn_stop: { stopReason: StopReason };
+  /** `userResponse` / `finalContent`: turnstate extension, spec 003 compatibility turns only. */
+  turn_stop: { stopReason: StopReason; userResponse?: string; finalContent?: string };
 }
 export type AapSseEventName = keyof AapSseEvents;
 
