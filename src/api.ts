@@ -19,6 +19,7 @@ import type {
   Usage,
 } from './types.js';
 import type { Registries } from './registries/types.js';
+import type { AgentCard } from './envelope/agent-card.js';
 import type { ModelPort, SessionRecord, SessionStore } from './machines/ports.js';
 
 export interface SendOptions {
@@ -29,7 +30,18 @@ export interface SendOptions {
   standingApprovals?: string[];
   /** Restrict the acting actors' server tools to these names (AAP per-session `agent.tools`). */
   enabledTools?: string[];
-  /** Declares a peer-LLM consumer for this turn: an llm-context part is produced once. */
+  /**
+   * Part types the originator of this turn consumes (what its Agent Card's `consumes` says):
+   * `['llm-context']` declares a peer LLM, and the turn's envelope gets one llm-context part.
+   * Unknown part types are refused (TurnstateError 'message.invalid_consumes').
+   */
+  consumes?: readonly string[];
+  /**
+   * The originator's Agent Card (an A2A peer): the `consumes` of its parts extension count as
+   * `consumes`. Only that extension is read, so a partial card is enough.
+   */
+  callerCard?: Partial<AgentCard>;
+  /** @deprecated Use `consumes: ['llm-context']` (this is folded into it). */
   consumesLlmContext?: boolean;
 }
 
@@ -139,6 +151,12 @@ export interface CreateSessionOptions {
 export interface Runtime {
   readonly registries: Registries;
   readonly store: SessionStore;
+  /**
+   * The actor's Agent Card: name, description, skills and the part types it produces and
+   * consumes, derived from its registration with its `card` overrides. Throws
+   * TurnstateError('actor.unknown') for an unregistered actor.
+   */
+  agentCard(actorName: string): AgentCard;
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
   /** A session by id (reactivated from the store if passivated), or undefined. */
   session(id: string): Promise<SessionHandle | undefined>;

@@ -126,6 +126,8 @@ export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, Routed
 // Envelope.
 export { assembleEnvelope } from './envelope/assemble.js';
 export { produceLlmContext } from './envelope/llm-context.js';
+export { agentCard, partTypesOf, PARTS_EXTENSION_URI } from './envelope/agent-card.js';
+export type { AgentCard, AgentCardOverrides, AgentExtension, AgentInterface, AgentSkill } from './envelope/agent-card.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';

@@ -25,6 +25,7 @@ import type { SessionContext, SessionMachine, SessionMachineEvent } from '../mac
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
 import { RESPOND_TOOL_NAME, isCompatTool, type RespondParser, type RespondResult } from '../respond/index.js';
+import { consumesPart, withConsumers } from '../envelope/consumers.js';
 import { compatNudge, compatSettledFields, compatTrackerOf, isCompatActor, replayCompatTurn } from './compat-turn.js';
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { EventRouter } from '../router/router.js';
@@ -473,6 +474,7 @@ export class SessionHost implements SessionHandle {
         // The message is durable at once (in the host state); it enters the mailbox when the
         // next model call is built, after whatever the cut response had already applied.
         t.joined.push(msg);
+        t.opts = withConsumers(t.opts, opts.consumes);
         t.interrupted = true;
         t.abort?.abort();
         await this.commit({}, true);
@@ -1286,7 +1288,7 @@ export class SessionHost implements SessionHandle {
     if (def.meta.emitsEnvelope) {
       const mailbox = await this.mailboxNow();
       let llmContext: Part | undefined;
-      if (t.opts.consumesLlmContext && this.deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+      if (consumesPart(t.opts, 'llm-context') && this.deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
         try {
           const r = await this.deps.produceLlmContext(this.deps.contextModel, {
             sessionId: this.id,

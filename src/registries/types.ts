@@ -223,9 +223,38 @@ export interface ActorDefinition {
    * respond_to_user text is delivered, at completion; `deliverDrafts: true` delivers each one as it is made.
    */
   compat?: 'respond_to_user' | CompatSetting;
+  /** Overrides of the actor's Agent Card (`runtime.agentCard(name)`); unset fields are derived. */
+  card?: AgentCardOverrides;
   /** Bounds (defaults from the runtime). */
   maxModelCalls?: number;
   maxRespondRetries?: number;
+}
+
+/** A2A 1.0 `AgentSkill`. */
+export interface AgentSkill {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  examples?: string[];
+  inputModes?: string[];
+  outputModes?: string[];
+}
+
+/** What an actor registration may set on its card (ActorDefinition `card`); each replaces the derived value. */
+export interface AgentCardOverrides {
+  description?: string;
+  version?: string;
+  skills?: AgentSkill[];
+  /** Part types the actor's envelopes carry (default: derived from its respond() mode, tools and hand-offs). */
+  produces?: string[];
+  /** Part types the actor wants from peers it calls (default: ['llm-context']: it is an LLM). */
+  consumes?: string[];
+  defaultInputModes?: string[];
+  defaultOutputModes?: string[];
+  provider?: { organization: string; url: string };
+  documentationUrl?: string;
+  iconUrl?: string;
 }
 
 /** The compatibility mode with its options (ActorDefinition `compat`). */

@@ -6,7 +6,8 @@
  * targets', transitively) unless `exposedTools` names them. Exposed tools are off until a
  * client enables them; unexposed tools always run (trusted, inline).
  */
-import type { Registries, RegisteredTool } from '../../registries/types.js';
+import type { PartTypeRegistryApi, Registries, RegisteredTool } from '../../registries/types.js';
+import { agentCard } from '../../envelope/agent-card.js';
 import type { DoubleTextingPolicy } from '../../types.js';
 import { HttpError } from '../http.js';
 import type { AgentConfig, AgentInfo, AgentOptionSpec, MetaToolSpec, ServerToolRef, StreamMode, ToolSpec } from './types.js';
@@ -71,7 +72,16 @@ export function metaTool(tool: RegisteredTool): MetaToolSpec {
   return { name: tool.name, description: tool.description, parameters: tool.inputSchema, trust };
 }
 
-export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[]): AgentInfo {
+/** `consumes` (turnstate extension) must name registered part types: else 400 naming the entry. */
+export function checkConsumes(partTypes: PartTypeRegistryApi, consumes: readonly string[], base: string): void {
+  consumes.forEach((t, i) => {
+    if (!partTypes.has(t)) {
+      throw new HttpError(400, 'consumes.unknown_part_type', `"${t}" is not a part type this server knows (part types: ${partTypes.ids().join(', ')})`, { path: `${base}/${i}` });
+    }
+  });
+}
+
+export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[], registries?: Registries): AgentInfo {
   const { config } = agent;
   const stream: NonNullable<AgentInfo['capabilities']>['stream'] = {};
   for (const m of modes) stream[m] = {};
@@ -89,6 +99,7 @@ export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[]): A
   const description = config.description;
   if (description !== undefined) info.description = description;
   if (config.options !== undefined && config.options.length > 0) info.options = config.options;
+  if (registries?.actors.has(config.name)) info.card = agentCard(registries, config.name);
   return info;
 }
 

@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Runtime, SendOptions, SessionHandle, SessionSnapshot } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
-import { checkClientTools, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
+import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
 import { followTurn } from './follow.js';
 import { MessageBuilder } from './messages.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
@@ -56,10 +56,12 @@ export async function runTurnRequest(ctx: TurnRequestContext): Promise<void> {
   if (body.agent?.tools !== undefined) checkServerTools(agent, body.agent.tools, '/agent/tools');
   if (body.agent?.options !== undefined) checkOptions(agent, body.agent.options, '/agent/options');
   if (body.tools !== undefined) checkClientTools(agent, body.tools, '/tools');
-  const override: { agent?: SessionTurnRequest['agent']; tools?: SessionTurnRequest['tools'] } = {};
+  if (body.consumes !== undefined) checkConsumes(ctx.runtime.registries.partTypes, body.consumes, '/consumes');
+  const override: { agent?: SessionTurnRequest['agent']; tools?: SessionTurnRequest['tools']; consumes?: string[] } = {};
   if (body.agent !== undefined) override.agent = body.agent;
   if (body.tools !== undefined) override.tools = body.tools;
-  const next = body.agent === undefined && body.tools === undefined ? ctx.config : merge(ctx.config, override);
+  if (body.consumes !== undefined) override.consumes = body.consumes;
+  const next = body.agent === undefined && body.tools === undefined && body.consumes === undefined ? ctx.config : merge(ctx.config, override);
   if (users > 0) await userTurn(ctx, next);
   else await resumeTurn(ctx, next);
 }
@@ -94,6 +96,7 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
     standingApprovals: trustedToolNames(next.agent),
   };
   if (next.tools.length > 0) opts.clientTools = next.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  if (next.consumes !== undefined && next.consumes.length > 0) opts.consumes = next.consumes;
 
   const run = startRun(ctx, snap.lastSeq, []);
   let ref;
