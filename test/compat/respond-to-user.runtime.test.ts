@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createSqliteStore } from '../../src/stores/sqlite.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import type { ModelScript } from '../../src/models/script.js';
@@ -167,6 +171,44 @@ describe('spec 003 compatibility (respond_to_user / mark_work_complete) on the r
     expect(out.userResponse).toBeUndefined();
     expect(settledOf(events)).not.toHaveProperty('userResponse');
     expect(partsOf(events).map((p) => p.part.metadata.partType)).toEqual(['error']);
+  });
+});
+
+describe('spec 003 drafts across a restart', () => {
+  it('compat:replay:restart — a draft made before the runtime stopped is still the userResponse after recover()', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'turnstate-compat-'));
+    try {
+      const path = join(dir, 's.db');
+      const script: ModelScript = {
+        rules: [
+          { when: { on: 'user' }, respond: { blocks: [rtu('Your flight leaves at nine.'), { type: 'tool_use', name: 'notify', input: {} }] } },
+          // After the restart the model sees notify's unknown outcome, then completes without a summary.
+          { respond: { blocks: [{ type: 'tool_use', name: 'mark_work_complete', input: {} }] } },
+        ],
+      };
+      const build = (handler: () => Promise<unknown>) => {
+        const rt = createRuntime({ model: createScriptedModel(script), store: createSqliteStore({ path }) });
+        rt.registries.tools.register({ name: 'notify', description: 'Notify', inputSchema: { type: 'object' }, scope: 'generalist', handler });
+        rt.registries.actors.register({ name: 'voice', compat: 'respond_to_user', tools: ['notify'] });
+        return rt;
+      };
+      const first = build(() => new Promise(() => undefined)); // never answers: the runtime stops mid-call
+      const s = await first.createSession({ actor: 'voice' });
+      const called = new Promise<void>((r) => s.events().subscribe((e) => e.type === 'tool.called' && r()));
+      await s.send('when do I leave?');
+      await called;
+      await first.close();
+
+      const second = build(async () => ({ ok: true }));
+      expect((await second.recover()).resumed).toEqual([s.id]);
+      await (await second.session(s.id))!.idle();
+      const events = await second.store.readEvents(s.id, 0);
+      expect(partsOf(events).map((p) => p.part.text)).toEqual(['Your flight leaves at nine.']);
+      expect(settledOf(events)).toMatchObject({ finalizedBy: 'complete', userResponse: 'Your flight leaves at nine.' });
+      await second.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
