@@ -5,6 +5,7 @@
  */
 import type { Observable } from 'rxjs';
 import type {
+  AgentCard,
   AnswerResult,
   ApprovalRecord,
   ClientTool,
@@ -40,7 +41,18 @@ export interface SendOptions {
   standingApprovals?: string[];
   /** Restrict the acting actors' server tools to these names (AAP per-session `agent.tools`). */
   enabledTools?: string[];
-  /** Declares a peer-LLM consumer for this turn: an llm-context part is produced once. */
+  /**
+   * Part types the originator of this turn consumes (what its Agent Card's `consumes` says):
+   * `['llm-context']` declares a peer LLM, and the turn's envelope gets one llm-context part.
+   * Unknown part types are refused (TurnstateError 'message.invalid_consumes').
+   */
+  consumes?: readonly string[];
+  /**
+   * The originator's Agent Card (an A2A peer): the `consumes` of its parts extension count as
+   * `consumes`. Only that extension is read, so a partial card is enough.
+   */
+  callerCard?: Partial<AgentCard>;
+  /** @deprecated Use `consumes: ['llm-context']` (this is folded into it). */
   consumesLlmContext?: boolean;
 }
 
@@ -53,8 +65,10 @@ export interface TurnOutcome {
   parts: Part[];
   usage: Usage;
   error?: { code: string; message: string };
-  /** Spec 003 compatibility mode: the last respond_to_user text of the turn, else the final text. */
+  /** Spec 003 compatibility mode: the last respond_to_user text of the turn, else `finalContent` (as on `turn.settled`). */
   userResponse?: string;
+  /** Spec 003 compatibility mode: the final text for display (the mark_work_complete summary, else the last assistant text). */
+  finalContent?: string;
 }
 
 export interface TurnRef {
@@ -140,6 +154,12 @@ export interface CreateSessionOptions {
 /** The session API of a runtime: everything transports and embedders drive sessions with. */
 export interface SessionRuntime {
   readonly registries: Registries;
+  /**
+   * The actor's Agent Card: name, description, skills and the part types it produces and
+   * consumes, derived from its registration with its `card` overrides. Throws
+   * TurnstateError('actor.unknown') for an unregistered actor.
+   */
+  agentCard(actorName: string): AgentCard;
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
   /** A session by id (reactivated from the store if passivated), or undefined. */
   session(id: string): Promise<SessionHandle | undefined>;

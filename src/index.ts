@@ -69,6 +69,7 @@ export {
 export type {
   ActorDefinition,
   ApprovalCompiler,
+  CompatSetting,
   ApprovalHandler,
   ApprovalPolicy,
   ApprovalVerdict,
@@ -99,8 +100,10 @@ export {
   respondPromptSnippet,
   compatTools,
   createCompatTracker,
+  compatOptions,
+  COMPAT_COMPLETION_NUDGE,
 } from './respond/index.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker } from './respond/index.js';
+export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, CompatOptions } from './respond/index.js';
 export { createRespondStreamParser } from './respond/stream.js';
 
 // Machines (pure; drawable in Stately).
@@ -120,6 +123,8 @@ export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, Routed
 // Envelope.
 export { assembleEnvelope } from './envelope/assemble.js';
 export { produceLlmContext } from './envelope/llm-context.js';
+export { agentCard, partTypesOf, PARTS_EXTENSION_URI } from './envelope/agent-card.js';
+export type { AgentCard, AgentCardOverrides, AgentExtension, AgentInterface, AgentSkill } from './envelope/agent-card.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';

@@ -26,6 +26,9 @@ import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
 import { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
+import { agentCard } from './envelope/agent-card.js';
+import { normalizeConsumes } from './envelope/consumers.js';
+import type { PartTypeRegistryApi } from './registries/types.js';
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -50,9 +53,12 @@ class SessionRef implements SessionHandle {
     readonly record: SessionRecord,
     private readonly live: (id: string) => Promise<SessionHost>,
     private readonly peek: (id: string) => SessionHost | undefined,
+    private readonly partTypes: PartTypeRegistryApi,
   ) {}
   async send(m: Parameters<SessionHandle['send']>[0], o?: Parameters<SessionHandle['send']>[1]) {
-    return (this.peek(this.id) ?? (await this.live(this.id))).send(m, o);
+    // Checked before anything is accepted; the turn persists the part type names, never a card.
+    const opts = normalizeConsumes(o, this.partTypes);
+    return (this.peek(this.id) ?? (await this.live(this.id))).send(m, opts);
   }
   async inject(i: Parameters<SessionHandle['inject']>[0]) {
     return (await this.live(this.id)).inject(i);
@@ -199,7 +205,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const handleFor = (host: SessionHost): SessionHandle => {
     const cached = handles.get(host.id)?.deref();
     if (cached) return cached;
-    const handle = new SessionRef(host.id, host.record, live, (id) => hosts.get(id));
+    const handle = new SessionRef(host.id, host.record, live, (id) => hosts.get(id), registries.partTypes);
     handles.set(host.id, new WeakRef(handle));
     forget.register(handle, host.id);
     return handle;
@@ -213,6 +219,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       return hosts.size;
     },
     passivateIdle: () => passivateIdle(0),
+
+    agentCard: (actorName: string) => agentCard(registries, actorName),
 
     async createSession(opts: CreateSessionOptions): Promise<SessionHandle> {
       if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');

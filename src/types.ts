@@ -272,6 +272,13 @@ export type SessionEventBody =
       /** Why the turn stopped when it did not end normally (maps onto AAP stopReason). */
       stop?: 'max_tokens' | 'refusal' | 'error' | 'interrupted';
       error?: { code: string; message: string };
+      /**
+       * Spec 003 compatibility mode (absent otherwise): what a voice or messaging channel
+       * delivers, the last respond_to_user text of the turn, else `finalContent`.
+       */
+      userResponse?: string;
+      /** Spec 003 compatibility mode: the final text for display (the mark_work_complete summary, else the last assistant text). */
+      finalContent?: string;
     };
 
 export type SessionEventType = SessionEventBody['type'];
@@ -320,3 +327,50 @@ export interface StepCommit {
 export function assertNever(x: never, what = 'value'): never {
   throw new Error(`unexpected ${what}: ${JSON.stringify(x)}`);
 }
+
+/* ------------------------------------------------------------------ agent cards (A2A 1.0 names) */
+
+/** A2A 1.0 `AgentSkill`. */
+export interface AgentSkill {
+  id: string;
+  name: string;
+  description: string;
+  tags: string[];
+  examples?: string[];
+  inputModes?: string[];
+  outputModes?: string[];
+}
+
+/** A2A 1.0 `AgentExtension`. */
+export interface AgentExtension {
+  uri: string;
+  description?: string;
+  required?: boolean;
+  params?: Record<string, unknown>;
+}
+
+/** A2A 1.0 `AgentInterface`. */
+export interface AgentInterface {
+  url: string;
+  protocolBinding: string;
+  protocolVersion: string;
+}
+
+/**
+ * An actor's card, A2A 1.0 field names. `supportedInterfaces` is left to the transport that
+ * serves the card over A2A (only it knows its URL); everything else is filled in.
+ */
+export interface AgentCard {
+  name: string;
+  description: string;
+  version: string;
+  supportedInterfaces?: AgentInterface[];
+  provider?: { organization: string; url: string };
+  documentationUrl?: string;
+  iconUrl?: string;
+  capabilities: { streaming?: boolean; pushNotifications?: boolean; extensions?: AgentExtension[] };
+  defaultInputModes: string[];
+  defaultOutputModes: string[];
+  skills: AgentSkill[];
+}
+

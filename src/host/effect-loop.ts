@@ -11,7 +11,8 @@ import type { SessionEffect } from '../machines/session.machine.js';
 import { TurnstateError } from '../errors.js';
 import type { MailboxEntry, Part, SessionEvent } from '../types.js';
 import type { HostCore } from './core.js';
-import { callModel, partEvents } from './model-call.js';
+import { compatNudge } from './compat-turn.js';
+import { callModel, compatFallback, partEvents } from './model-call.js';
 import { settlement } from './settlement.js';
 import { dispatchTools } from './tool-dispatch.js';
 import { userFacingModelError, type ActiveTurn } from './turn.js';
@@ -118,7 +119,18 @@ export class EffectLoop {
         this.host.machine.send({ type: 'TOOLS_DONE', pending: t.pending.size });
         return GO_ON;
       }
+      case 'fallback': {
+        const actor = this.host.deps.registries.actors.get(this.host.machine.actingActor());
+        const fb = actor ? compatFallback(t, actor) : undefined;
+        if (fb) this.publish(partEvents(this.host, t, actor!.name, fb.result, fb.callId));
+        return GO_ON;
+      }
       case 'nudge':
+        if (fx.compat) {
+          this.outMailbox.push(compatNudge(t.turnId, this.host.deps.clock.iso(), this.host.machine.actingActor()));
+          await this.flush();
+          return GO_ON;
+        }
         this.outMailbox.push({
           kind: 'nudge',
           turnId: t.turnId,

@@ -17,7 +17,8 @@ import { ModelError } from '../errors.js';
 import type { ResponseSummary } from '../machines/actor.machine.js';
 import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
 import type { ActorDefinition } from '../registries/types.js';
-import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type RespondResult } from '../respond/index.js';
+import { RESPOND_TOOL_NAME, isCompatTool, type RespondResult } from '../respond/index.js';
+import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { ContentBlock, MailboxEntry, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
@@ -44,13 +45,23 @@ export type ModelCallOutcome =
 const UNDISPATCHED = new Set(['max_tokens', 'model_context_window_exceeded', 'refusal']);
 
 /** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
-export function compatCall(t: ActiveTurn, b: ToolUseBlock): { result: RespondResult; content: string } {
-  const tracker = (t.compat ??= createCompatTracker());
+export function compatCall(t: ActiveTurn, b: ToolUseBlock, actor: ActorDefinition): { result: RespondResult; content: string } {
+  const tracker = compatTrackerOf(t, actor);
   const r = tracker.onCall(b.name, b.input);
   if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
   const parts: Part[] = [];
   for (const e of r.events) if (e.type === 'part.received') parts.push(e.part);
   return { result: { ok: true, call: { parts, turnState: r.completed ? 'complete' : 'awaiting' }, events: [] }, content: r.content };
+}
+
+/**
+ * Spec 003: the turn stopped without mark_work_complete and its nudges are spent: complete it
+ * with the last respond_to_user text (else the final assistant text).
+ */
+export function compatFallback(t: ActiveTurn, actor: ActorDefinition): { callId: string; result: Accepted } | undefined {
+  const callId = `${t.turnId}:fallback`;
+  const { result } = compatCall(t, { type: 'tool_use', id: callId, name: 'mark_work_complete', input: {} }, actor);
+  return result.ok ? { callId, result } : undefined;
 }
 
 /** The events of an accepted call: its parts in order (the caller adds the turn-state change). */
@@ -77,7 +88,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     system: tools.system,
     messages: journal.history(actorName).update(mailbox),
     tools: tools.modelTools as ModelTool[],
-    toolChoice: actorDef.thinking ? 'auto' : 'any',
+    // compat: spec 003 assistant text is internal and allowed, so the model may stop (and be nudged).
+    toolChoice: actorDef.thinking || isCompatActor(actorDef) ? 'auto' : 'any',
     ...(actorDef.model ? { model: actorDef.model } : {}),
     ...(actorDef.maxTokens ? { maxTokens: actorDef.maxTokens } : {}),
     ...(actorDef.thinking ? { thinking: actorDef.thinking } : {}),
@@ -85,7 +97,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   const abort = core.modelAbort();
   t.abort = abort;
   t.interrupted = false;
-  const compat = actorDef.compat === 'respond_to_user';
+  const compat = isCompatActor(actorDef);
   const order = new ResponseOrder(deps.registries.turnStates);
   const toolUses: ToolUseBlock[] = [];
   let freeText = '';
@@ -141,7 +153,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
           if (b.type === 'tool_use') {
             streams.get(ev.index)?.parser.end();
             if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
-              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef), content: RESPOND_OK } : compatCall(t, b);
+              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef), content: RESPOND_OK } : compatCall(t, b, actorDef);
               const call = order.add(b, result, ok);
               // A progress call applies at once: its parts reach subscribers now.
               if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);
@@ -214,18 +226,14 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   const events = retractions(order.accepted(), 'rejected');
   events.push(journal.event(t.turnId, { type: 'model.usage', actor: actorName, usage, stopReason: stopReason as any }));
   const step: StepCommit = { events, mailbox: mailbox2 };
-  let change: { callId: string; result: Accepted } | undefined = deferred ? { callId: deferred.block.id, result: deferred.result } : undefined;
-  let applied = order.calls.length - rejected;
-  if (order.calls.length === 0 && compat && freeText.trim() !== '') {
-    // Spec 003: without respond_to_user, the final text is what gets delivered (fallback).
-    t.compat ??= createCompatTracker();
-    t.compat.onAssistantText(freeText);
-    const callId = `${t.turnId}:fallback`;
-    const { result } = compatCall(t, { type: 'tool_use', id: callId, name: 'mark_work_complete', input: {} });
-    if (result.ok) {
-      change = { callId, result };
-      applied = 1;
-    }
+  const change: { callId: string; result: Accepted } | undefined = deferred ? { callId: deferred.block.id, result: deferred.result } : undefined;
+  const applied = order.calls.length - rejected;
+  let fallback = false;
+  if (compat) {
+    // Spec 003: assistant text is internal; it is the fallback an incomplete turn delivers.
+    const tracker = compatTrackerOf(t, actorDef);
+    tracker.onAssistantText(freeText);
+    fallback = order.calls.length === 0 && tracker.userResponse !== undefined && !tracker.completed;
   }
   const summary: ResponseSummary = {
     toolUses: UNDISPATCHED.has(stopReason) ? 0 : toolUses.length,
@@ -233,6 +241,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     applied,
     freeText: freeText !== '',
     stopReason,
+    ...(compat ? { compat: true } : {}),
+    ...(fallback ? { fallback: 'complete' } : {}),
   };
   if (change) {
     const { call } = change.result;

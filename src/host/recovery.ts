@@ -11,6 +11,7 @@ import type { ApprovalRecord, MailboxEntry, SessionEvent, ToolUseBlock } from '.
 import { RESPOND_TOOL_NAME, type RespondResult } from '../respond/index.js';
 import { parseRespondBlock } from '../respond/ordering.js';
 import { applyResolution } from './approval-answers.js';
+import { replayCompatTurn } from './compat-turn.js';
 import type { HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
 import { boundsOf, partEvents } from './model-call.js';
@@ -98,6 +99,7 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
   for (const m of mailbox) if (m.turnId === t.turnId && m.kind === 'tool_result') resulted.add(m.callId);
 
   const actor = core.machine.actingActor();
+  replayCompatTurn(t, deps.registries.actors.get(actor), mailbox);
   const plan: RecoveryPlan = { outcomes: [], dispatch: { actor, uses: [] }, resolve: [] };
   if (lastChange !== undefined && lastChange !== core.machine.state()) plan.replayChange = lastChange;
 

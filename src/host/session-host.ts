@@ -24,6 +24,7 @@ import type {
 import { TurnstateError } from '../errors.js';
 import type { PersistedSession, SessionRecord } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
+import { withConsumers } from '../envelope/consumers.js';
 import { sessionMachineLimits } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
 import { applyResolution, resolveApproval } from './approval-answers.js';
@@ -182,6 +183,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
         // of the joined message. The message is durable at once (in the host state); it enters the
         // mailbox when the next model call is built, after whatever the cut response applied.
         t.joined.push(msg);
+        // What the joined message's sender consumes counts for this turn too (llm-context).
+        t.opts = withConsumers(t.opts, opts.consumes);
         t.interrupted = true;
         t.abort?.abort();
         await this.journal.commit({}, true);

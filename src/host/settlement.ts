@@ -10,6 +10,8 @@
  */
 import type { TurnOutcome } from '../api.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
+import { consumesPart } from '../envelope/consumers.js';
+import { compatSettledFields } from './compat-turn.js';
 import type { Envelope, Part, SessionEvent } from '../types.js';
 import type { HostCore } from './core.js';
 import { addUsage, type ActiveTurn } from './turn.js';
@@ -25,7 +27,7 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
   if (emitsEnvelope) {
     const mailbox = await journal.mailbox();
     let llmContext: Part | undefined;
-    if (t.opts.consumesLlmContext && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+    if (consumesPart(t.opts, 'llm-context') && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
       try {
         const r = await deps.produceLlmContext(deps.contextModel, {
           sessionId: core.id,
@@ -66,10 +68,13 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
     events.unshift(journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor }));
   }
   const stop = t.stop ?? (state === 'error' && error ? 'error' : undefined);
-  events.push(journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}) }));
+  const compatFields = compatSettledFields(t, state);
+  events.push(
+    journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}), ...compatFields }),
+  );
   const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
   if (envelope) outcome.envelope = envelope;
-  if (t.compat?.userResponse !== undefined) outcome.userResponse = t.compat.userResponse;
+  Object.assign(outcome, compatFields);
   if (stop) outcome.stop = stop;
   if (error) outcome.error = error;
   return { events, outcome };

@@ -7,7 +7,7 @@ import type { SendOptions } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import { clientToolNameProblem } from '../registries/client-tools.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
-import { buildRespondTool, compatTools, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
+import { buildRespondTool, compatOptions, compatTools, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
 import type { ClientTool, ModelTool } from '../types.js';
 
 export interface ActorTools {
@@ -46,7 +46,7 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
     const resolved = registries.tools.resolve(enabled ? names.filter((n) => enabled.includes(n)) : names, actor.name);
     const byName = new Map(resolved.map((t) => [t.name, t]));
     const own: ModelTool[] = resolved.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
-    const compat = actor.compat === 'respond_to_user';
+    const compat = compatOptions(actor) !== undefined;
     const modelTools = compat ? [...own, ...compatTools()] : [...own, buildRespondTool(registries)];
     const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries);
     const system = actor.system ? `${actor.system}\n\n${snippet}` : snippet;

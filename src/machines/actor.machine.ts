@@ -42,6 +42,10 @@ export interface ResponseSummary {
   /** The response wrote text outside respond(). */
   freeText: boolean;
   stopReason: string;
+  /** Spec 003 compatibility mode: the actor stops by not calling a tool, and is nudged to complete. */
+  compat?: boolean;
+  /** Spec 003: the state an incomplete turn is completed in once its nudges are spent (it has text to deliver). */
+  fallback?: string;
 }
 
 /** Effects the loop emits (XState `emit`); the host executes them and reports back. */
@@ -52,8 +56,10 @@ export type LoopEffect =
   | { type: 'model.call' }
   /** Run the response's tool uses, then send `TOOLS_DONE{pending}`. */
   | { type: 'tools.dispatch' }
-  /** Tell the model its output outside respond() reached nobody. */
-  | { type: 'nudge'; freeText: boolean }
+  /** Tell the model its output outside respond() reached nobody (`compat`: spec 003's completion nudge). */
+  | { type: 'nudge'; freeText: boolean; compat?: boolean }
+  /** Spec 003: complete the turn with its fallback text (the parts of the `RESPOND` that follows). */
+  | { type: 'fallback' }
   /** The turn fails: `userText` is the error part the user gets (if any). */
   | { type: 'fail'; code: string; message: string; userText?: string; stop?: 'error' | 'max_tokens' | 'refusal' };
 
@@ -114,6 +120,8 @@ export const actorLoopGuards = {
   isFreeText: ({ event }: { event: any }) => event.applied === 0,
   freeTextWithinBudget: ({ context, event }: { context: ActorLoopContext; event: any }) => event.applied === 0 && context.nudges < context.maxNudges,
   hasPending: ({ event }: { event: any }) => (event.pending ?? 0) > 0,
+  hasFallback: ({ event }: { event: any }) => event.applied === 0 && typeof event.fallback === 'string',
+  isCompatIncomplete: ({ event }: { event: any }) => event.applied === 0 && event.compat === true,
 };
 
 export const actorLoopActions = {
@@ -133,7 +141,12 @@ export const actorLoopActions = {
   emitModelNext: emit({ type: 'model.next' } as const),
   emitModelCall: emit({ type: 'model.call' } as const),
   emitDispatch: emit({ type: 'tools.dispatch' } as const),
-  emitNudge: emit(({ event }: { event: any }) => ({ type: 'nudge' as const, freeText: !!event.freeText })),
+  emitNudge: emit(({ event }: { event: any }) => ({ type: 'nudge' as const, freeText: !!event.freeText, ...(event.compat ? { compat: true } : {}) })),
+  /** The fallback's parts, then the model's state change (sent to itself, so an inspector sees it). */
+  completeWithFallback: enqueueActions(({ enqueue, event, self }: { enqueue: any; event: any; self: any }) => {
+    enqueue.emit({ type: 'fallback' });
+    enqueue.sendTo(self, { type: 'RESPOND', to: event.fallback });
+  }),
   resetLoop: assign(() => ({ modelCalls: 0, rejections: 0, nudges: 0, error: null })),
 };
 
@@ -181,6 +194,8 @@ export function actorLoopStates(
           { guard: 'rejectedWithinBudget', target: 'ready', actions: [{ type: 'countRejection' }] },
           { guard: 'hasRejections', ...exhaust('turn.respond_retries', 'respond() was rejected too many times', RETRIES_TEXT) },
           { guard: 'freeTextWithinBudget', target: 'ready', actions: [{ type: 'countNudge' }, { type: 'emitNudge' }] },
+          { guard: 'hasFallback', actions: [{ type: 'completeWithFallback' }] },
+          { guard: 'isCompatIncomplete', ...exhaust('turn.incomplete', 'the actor stopped without respond_to_user or mark_work_complete and wrote no text', FREE_TEXT_TEXT) },
           { guard: 'isFreeText', ...exhaust('turn.free_text', 'the model kept writing text outside respond()', FREE_TEXT_TEXT) },
           { guard: 'isSummary', target: 'ready' },
           // The same decisions, taken by hand.

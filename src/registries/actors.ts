@@ -21,9 +21,60 @@ const KNOWN_FIELDS = new Set([
   'tools',
   'handoffs',
   'compat',
+  'card',
   'maxModelCalls',
   'maxRespondRetries',
 ]);
+
+const CARD_FIELDS = new Set([
+  'description',
+  'version',
+  'skills',
+  'produces',
+  'consumes',
+  'defaultInputModes',
+  'defaultOutputModes',
+  'provider',
+  'documentationUrl',
+  'iconUrl',
+]);
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string' && x !== '');
+
+/** The card overrides' shapes (part type names are checked when the card is built: they may register later). */
+function checkCard(card: unknown, fail: (rule: string, message: string) => never): void {
+  if (card === null || typeof card !== 'object' || Array.isArray(card)) fail('actors:card:object', 'card must be an object of Agent Card overrides');
+  const c = card as Record<string, unknown>;
+  for (const key of Object.keys(c)) {
+    if (!CARD_FIELDS.has(key)) fail('actors:card:field', `card.${key} is not a card field; the fields are ${[...CARD_FIELDS].join(', ')}`);
+  }
+  for (const key of ['description', 'version', 'documentationUrl', 'iconUrl'] as const) {
+    if (c[key] !== undefined && (typeof c[key] !== 'string' || c[key] === '')) fail('actors:card:string', `card.${key} must be a non-empty string`);
+  }
+  for (const key of ['produces', 'consumes', 'defaultInputModes', 'defaultOutputModes'] as const) {
+    if (c[key] !== undefined && !isStringArray(c[key])) fail('actors:card:strings', `card.${key} must be an array of non-empty strings`);
+  }
+  if (c.provider !== undefined) {
+    const p = c.provider as Record<string, unknown> | null;
+    if (p === null || typeof p !== 'object' || typeof p.organization !== 'string' || typeof p.url !== 'string') {
+      fail('actors:card:provider', 'card.provider must be { organization: string, url: string }');
+    }
+  }
+  if (c.skills !== undefined) {
+    if (!Array.isArray(c.skills) || c.skills.length === 0) fail('actors:card:skills', 'card.skills must be a non-empty array of { id, name, description, tags }');
+    (c.skills as unknown[]).forEach((s, i) => {
+      const k = s as Record<string, unknown> | null;
+      if (k === null || typeof k !== 'object') fail('actors:card:skills', `card.skills[${i}] must be an object { id, name, description, tags }`);
+      for (const f of ['id', 'name', 'description'] as const) {
+        if (typeof k[f] !== 'string' || k[f] === '') fail('actors:card:skills', `card.skills[${i}].${f} must be a non-empty string`);
+      }
+      if (!isStringArray(k.tags) || k.tags.length === 0) fail('actors:card:skills', `card.skills[${i}].tags must be a non-empty array of strings`);
+      for (const f of ['examples', 'inputModes', 'outputModes'] as const) {
+        if (k[f] !== undefined && !isStringArray(k[f])) fail('actors:card:skills', `card.skills[${i}].${f} must be an array of strings`);
+      }
+    });
+  }
+}
 
 function isPositiveInt(v: unknown): boolean {
   return typeof v === 'number' && Number.isInteger(v) && v > 0;
@@ -66,8 +117,15 @@ export class ActorRegistry extends Registry<ActorDefinition> implements ActorReg
       }
     }
     if (d.compat !== undefined && d.compat !== 'respond_to_user') {
-      fail('actors:compat:invalid', `compat must be 'respond_to_user' or absent; got ${JSON.stringify(d.compat)}`);
+      const c = d.compat as Record<string, unknown> | null;
+      const shape = "compat must be 'respond_to_user' or { mode: 'respond_to_user', deliverDrafts?: boolean }";
+      if (c === null || typeof c !== 'object' || Array.isArray(c)) fail('actors:compat:invalid', `${shape}; got ${JSON.stringify(d.compat)}`);
+      if (c.mode !== 'respond_to_user') fail('actors:compat:invalid', `${shape}; got mode ${JSON.stringify(c.mode)}`);
+      for (const key of Object.keys(c)) if (key !== 'mode' && key !== 'deliverDrafts') fail('actors:compat:invalid', `${shape}; '${key}' is not a compat field`);
+      if (c.deliverDrafts !== undefined && typeof c.deliverDrafts !== 'boolean') fail('actors:compat:invalid', `${shape}; deliverDrafts must be a boolean`);
     }
+
+    if (d.card !== undefined) checkCard(d.card, fail);
 
     const tools = this.#names(d.tools, 'tools', fail);
     for (const t of tools) {
@@ -84,6 +142,8 @@ export class ActorRegistry extends Registry<ActorDefinition> implements ActorReg
     if (d.tools !== undefined) copy.tools = Object.freeze([...tools]) as string[];
     if (d.handoffs !== undefined) copy.handoffs = Object.freeze([...handoffs]) as string[];
     if (copy.thinking) copy.thinking = Object.freeze({ budgetTokens: copy.thinking.budgetTokens });
+    if (typeof copy.compat === 'object') copy.compat = Object.freeze({ ...copy.compat });
+    if (copy.card) copy.card = structuredClone(copy.card);
     return this.add(name, Object.freeze(copy));
   }
 

@@ -2,7 +2,8 @@
  * Registry contracts. Every registry belongs to one runtime instance (never a module global).
  * Implementations: part-types.ts, turn-states.ts, tools.ts, actors.ts; `createRegistries()` in index.ts.
  */
-import type { ApprovalDecision, PolicyResult, Principal, Routing, Scope } from '../types.js';
+import type { AgentSkill, ApprovalDecision, PolicyResult, Principal, Routing, Scope } from '../types.js';
+export type { AgentSkill } from '../types.js';
 
 /* ------------------------------------------------------------------ part types */
 
@@ -226,11 +227,40 @@ export interface ActorDefinition {
   tools?: string[];
   /** Actors this one may hand off to with passTo. */
   handoffs?: string[];
-  /** Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of respond(). */
-  compat?: 'respond_to_user';
+  /**
+   * Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of
+   * respond(). `'respond_to_user'` is `{ mode: 'respond_to_user' }`: only the last
+   * respond_to_user text is delivered, at completion; `deliverDrafts: true` delivers each one as it is made.
+   */
+  compat?: 'respond_to_user' | CompatSetting;
+  /** Overrides of the actor's Agent Card (`runtime.agentCard(name)`); unset fields are derived. */
+  card?: AgentCardOverrides;
   /** Bounds (defaults from the runtime). */
   maxModelCalls?: number;
   maxRespondRetries?: number;
+}
+
+/** What an actor registration may set on its card (ActorDefinition `card`); each replaces the derived value. */
+export interface AgentCardOverrides {
+  description?: string;
+  version?: string;
+  skills?: AgentSkill[];
+  /** Part types the actor's envelopes carry (default: derived from its respond() mode, tools and hand-offs). */
+  produces?: string[];
+  /** Part types the actor wants from peers it calls (default: ['llm-context']: it is an LLM). */
+  consumes?: string[];
+  defaultInputModes?: string[];
+  defaultOutputModes?: string[];
+  provider?: { organization: string; url: string };
+  documentationUrl?: string;
+  iconUrl?: string;
+}
+
+/** The compatibility mode with its options (ActorDefinition `compat`). */
+export interface CompatSetting {
+  mode: 'respond_to_user';
+  /** Deliver every respond_to_user call mid-turn (default false: the last one, at completion). */
+  deliverDrafts?: boolean;
 }
 
 export interface ActorRegistryApi extends RegistryReader<ActorDefinition> {

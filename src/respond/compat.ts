@@ -1,9 +1,10 @@
 /**
  * Spec 003 compatibility: actors that speak `respond_to_user({ text })` and
- * `mark_work_complete({ summary })` instead of respond() (ActorDefinition `compat: 'respond_to_user'`).
+ * `mark_work_complete({ summary })` instead of respond() (ActorDefinition `compat`).
  *
  * Use: give the model `compatTools()` (and `COMPAT_PROMPT_SNIPPET` in its system prompt), make one
- * tracker per turn with `createCompatTracker()`, and for each tool call the model makes:
+ * tracker per turn with `createCompatTracker(compatOptions(actor))`, and for each tool call the
+ * model makes:
  *
  *   const r = tracker.onCall(block.name, block.input);
  *   // r.ok: publish r.events in order, answer the tool_use with r.content (is_error: false);
@@ -16,15 +17,18 @@
  * `mark_work_complete` summary, else the last assistant text). `tracker.finalContent` is the
  * final text for display (spec 003 `finalContent`).
  *
- * Mapping onto parts and turn states:
- * - `respond_to_user({ text })` -> one `part.received` of a `response` part with turnState
- *   'awaiting'; the turn state does not change (no `turnState.changed`).
- * - `mark_work_complete({ summary })` -> when no `respond_to_user` text was given this turn, a
- *   `part.received` of a `response` part holding the fallback text (turnState 'complete'); then
- *   `turnState.changed` to 'complete'.
+ * Mapping onto parts and turn states (spec 003 "use the last call", "only deliver at completion"):
+ * - `respond_to_user({ text })` records a draft; the last one wins. Nothing is published: the
+ *   turn state does not change and no part goes out, unless the actor opts into mid-turn
+ *   delivery (`deliverDrafts`), where each draft is one `part.received` of a `response` part
+ *   with turnState 'awaiting'.
+ * - `mark_work_complete({ summary })` -> one `part.received` of a `response` part holding
+ *   `userResponse` (turnState 'complete'), except after delivered drafts (the last draft already
+ *   went out); then `turnState.changed` to 'complete'.
  * A call after `mark_work_complete` is answered with an error: the turn is already settled.
  */
-import type { ModelTool, Part } from '../types.js';
+import type { ActorDefinition } from '../registries/types.js';
+import type { MailboxEntry, ModelTool, Part } from '../types.js';
 import type { RespondEvent } from './types.js';
 
 export const RESPOND_TO_USER_TOOL = 'respond_to_user';
@@ -87,6 +91,22 @@ export function isCompatTool(name: string): boolean {
   return name === RESPOND_TO_USER_TOOL || name === MARK_WORK_COMPLETE_TOOL;
 }
 
+/** How an actor in the compatibility mode delivers (ActorDefinition `compat`). */
+export interface CompatOptions {
+  /** Deliver each respond_to_user draft as it is made (default false: only the last, at completion). */
+  deliverDrafts: boolean;
+}
+
+/** The actor's `compat` setting as options, or undefined when the actor speaks respond(). */
+export function compatOptions(actor: Pick<ActorDefinition, 'compat'>): CompatOptions | undefined {
+  const c = actor.compat;
+  if (c === undefined) return undefined;
+  if (c === 'respond_to_user') return NO_DRAFTS;
+  return c.deliverDrafts === true ? DRAFTS : NO_DRAFTS;
+}
+const NO_DRAFTS: CompatOptions = Object.freeze({ deliverDrafts: false });
+const DRAFTS: CompatOptions = Object.freeze({ deliverDrafts: true });
+
 /** Spec 003's system-prompt guidance, plus the line on mark_work_complete. */
 export const COMPAT_PROMPT_SNIPPET = [
   '## Responding to the User',
@@ -146,6 +166,24 @@ export interface CompatTracker {
   reset(): void;
 }
 
+/**
+ * Rebuilds a turn's tracker from its mailbox (after a restart): the accepted respond_to_user
+ * drafts and the assistant text, in order. mark_work_complete is not replayed: a completion that
+ * was recorded but not applied is made again by the model.
+ */
+export function replayCompat(tracker: CompatTracker, mailbox: readonly MailboxEntry[], turnId: string): CompatTracker {
+  const accepted = new Set<string>();
+  for (const m of mailbox) if (m.turnId === turnId && m.kind === 'tool_result' && m.tool === RESPOND_TO_USER_TOOL && !m.isError) accepted.add(m.callId);
+  for (const m of mailbox) {
+    if (m.turnId !== turnId || m.kind !== 'assistant') continue;
+    for (const b of m.content) {
+      if (b.type === 'text') tracker.onAssistantText(b.text);
+      else if (b.type === 'tool_use' && b.name === RESPOND_TO_USER_TOOL && accepted.has(b.id)) tracker.onCall(b.name, b.input);
+    }
+  }
+  return tracker;
+}
+
 function field(input: unknown, key: string): unknown {
   return input !== null && typeof input === 'object' && !Array.isArray(input) ? (input as Record<string, unknown>)[key] : undefined;
 }
@@ -154,7 +192,8 @@ function responsePart(text: string): Part {
   return { text, metadata: { partType: 'response' } };
 }
 
-export function createCompatTracker(): CompatTracker {
+export function createCompatTracker(options: CompatOptions = NO_DRAFTS): CompatTracker {
+  const { deliverDrafts } = options;
   let userText: string | undefined;
   let summary: string | undefined;
   let assistantText: string | undefined;
@@ -168,7 +207,7 @@ export function createCompatTracker(): CompatTracker {
     userText = text.trim();
     return {
       ok: true,
-      events: [{ type: 'part.received', index: 0, part: responsePart(userText), turnState: 'awaiting' }],
+      events: deliverDrafts ? [{ type: 'part.received', index: 0, part: responsePart(userText), turnState: 'awaiting' }] : [],
       content: RESPOND_TO_USER_SUCCESS,
       completed: false,
     };
@@ -180,10 +219,11 @@ export function createCompatTracker(): CompatTracker {
     const trimmed = typeof raw === 'string' ? raw.trim() : '';
     const nextSummary = trimmed === '' ? undefined : trimmed;
     const events: RespondEvent[] = [];
-    if (userText === undefined) {
-      const fallback = nextSummary ?? assistantText;
-      if (fallback === undefined) return { ok: false, message: MARK_WORK_COMPLETE_NOTHING_TO_DELIVER };
-      events.push({ type: 'part.received', index: 0, part: responsePart(fallback), turnState: 'complete' });
+    const delivered = userText ?? nextSummary ?? assistantText;
+    if (delivered === undefined) return { ok: false, message: MARK_WORK_COMPLETE_NOTHING_TO_DELIVER };
+    // Delivered drafts already carried the last respond_to_user text.
+    if (!(deliverDrafts && userText !== undefined)) {
+      events.push({ type: 'part.received', index: 0, part: responsePart(delivered), turnState: 'complete' });
     }
     events.push({ type: 'turnState.changed', to: 'complete' });
     summary = nextSummary;

@@ -18,6 +18,8 @@ export type { RespondPromptOptions } from './prompt.js';
 export {
   compatTools,
   createCompatTracker,
+  compatOptions,
+  replayCompat,
   isCompatTool,
   COMPAT_PROMPT_SNIPPET,
   COMPAT_COMPLETION_NUDGE,
@@ -27,4 +29,4 @@ export {
   RESPOND_TO_USER_TEXT_REQUIRED,
   MARK_WORK_COMPLETE_SUCCESS,
 } from './compat.js';
-export type { CompatCallResult, CompatTracker } from './compat.js';
+export type { CompatCallResult, CompatOptions, CompatTracker } from './compat.js';

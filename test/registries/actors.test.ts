@@ -84,10 +84,14 @@ describe('ActorRegistry', () => {
     expectRule(() => r.register({ name: 'a', maxRespondRetries: -1 }), 'actors:maxRespondRetries:non-negative-integer');
     expectRule(() => r.register({ name: 'a', thinking: { budgetTokens: 0 } }), 'actors:thinking:budget');
     expectRule(() => r.register({ name: 'a', compat: 'openai' as never }), 'actors:compat:invalid');
+    expectRule(() => r.register({ name: 'a', compat: { mode: 'speak' } as never }), 'actors:compat:invalid', 'mode "speak"');
+    expectRule(() => r.register({ name: 'a', compat: { mode: 'respond_to_user', deliverDrafts: 'yes' } as never }), 'actors:compat:invalid', 'deliverDrafts must be a boolean');
+    expectRule(() => r.register({ name: 'a', compat: { mode: 'respond_to_user', drafts: true } as never }), 'actors:compat:invalid', "'drafts'");
     expectRule(() => r.register({ name: 'a', system: 42 as never }), 'actors:system:string');
     expectRule(() => r.register({ name: 'a', tool: ['x'] } as never), 'actors:field:unknown', "'tool'");
     expect(r.has('a')).toBe(false);
     expect(r.register({ name: 'a', maxRespondRetries: 0, compat: 'respond_to_user', thinking: { budgetTokens: 1024 } }).name).toBe('a');
+    expect(r.register({ name: 'b', compat: { mode: 'respond_to_user', deliverDrafts: true } }).compat).toEqual({ mode: 'respond_to_user', deliverDrafts: true });
   });
 
   it('registries:per-instance — an actor registered in one registry is not in another', () => {

@@ -5,6 +5,8 @@ import {
   COMPAT_COMPLETION_NUDGE,
   COMPAT_PROMPT_SNIPPET,
   MARK_WORK_COMPLETE_SUCCESS,
+  compatOptions,
+  replayCompat,
 } from '../../src/respond/compat.js';
 
 const SUCCESS = '{"success":true,"message":"Response recorded for delivery to user."}';
@@ -34,17 +36,28 @@ describe('respond_to_user compatibility (spec 003)', () => {
     );
   });
 
-  it('compat:respond_to_user:records — a response part with turnState awaiting and the spec success result', () => {
+  it('compat:respond_to_user:records — "only deliver at session completion": a draft is recorded with the spec success result and publishes nothing', () => {
     const t = createCompatTracker();
     const r = t.onCall('respond_to_user', { text: '  Here are all seven tweets: one...  ' });
+    expect(r).toEqual({ ok: true, events: [], content: SUCCESS, completed: false });
+    expect(t.responded).toBe(true);
+    expect(t.userResponse).toBe('Here are all seven tweets: one...');
+    expect(t.completed).toBe(false);
+  });
+
+  it('compat:deliverDrafts:mid-turn — with deliverDrafts each respond_to_user is a response part with turnState awaiting; completion adds no second copy', () => {
+    const t = createCompatTracker(compatOptions({ compat: { mode: 'respond_to_user', deliverDrafts: true } }));
+    const r = t.onCall('respond_to_user', { text: '  Downloading the database now.  ' });
     expect(r).toEqual({
       ok: true,
-      events: [{ type: 'part.received', index: 0, part: { text: 'Here are all seven tweets: one...', metadata: { partType: 'response' } }, turnState: 'awaiting' }],
+      events: [{ type: 'part.received', index: 0, part: { text: 'Downloading the database now.', metadata: { partType: 'response' } }, turnState: 'awaiting' }],
       content: SUCCESS,
       completed: false,
     });
-    expect(t.responded).toBe(true);
-    expect(t.completed).toBe(false);
+    const done = t.onCall('mark_work_complete', { summary: 'Downloaded.' });
+    expect(done.ok && done.events).toEqual([{ type: 'turnState.changed', to: 'complete' }]);
+    expect(compatOptions({})).toBeUndefined();
+    expect(compatOptions({ compat: 'respond_to_user' })).toEqual({ deliverDrafts: false });
   });
 
   it('compat:respond_to_user:text-required — missing, non-string, empty or blank text gets exactly the spec error', () => {
@@ -65,14 +78,26 @@ describe('respond_to_user compatibility (spec 003)', () => {
     const r = t.onCall('mark_work_complete', { summary: 'Read the 7-tweet thread aloud.' });
     expect(t.userResponse).toBe('Tweet one: ... Tweet seven: ...');
     expect(t.finalContent).toBe('Read the 7-tweet thread aloud.');
-    expect(r.ok && r.events).toEqual([{ type: 'turnState.changed', to: 'complete' }]);
+    // Delivered at completion: only the last draft, once.
+    expect(r.ok && r.events).toEqual([
+      { type: 'part.received', index: 0, part: { text: 'Tweet one: ... Tweet seven: ...', metadata: { partType: 'response' } }, turnState: 'complete' },
+      { type: 'turnState.changed', to: 'complete' },
+    ]);
   });
 
-  it('compat:mark_work_complete:completes — turnState.changed complete, nothing else after respond_to_user', () => {
+  it('compat:mark_work_complete:completes — the respond_to_user text as one response part, then turnState.changed complete', () => {
     const t = createCompatTracker();
     t.onCall('respond_to_user', { text: 'Done: the report is in your inbox.' });
     const r = t.onCall('mark_work_complete', { summary: 'Sent the report.' });
-    expect(r).toEqual({ ok: true, events: [{ type: 'turnState.changed', to: 'complete' }], content: MARK_WORK_COMPLETE_SUCCESS, completed: true });
+    expect(r).toEqual({
+      ok: true,
+      events: [
+        { type: 'part.received', index: 0, part: { text: 'Done: the report is in your inbox.', metadata: { partType: 'response' } }, turnState: 'complete' },
+        { type: 'turnState.changed', to: 'complete' },
+      ],
+      content: MARK_WORK_COMPLETE_SUCCESS,
+      completed: true,
+    });
     expect(t.completed).toBe(true);
   });
 
@@ -137,5 +162,20 @@ describe('respond_to_user compatibility (spec 003)', () => {
     expect(t.userResponse).toBeUndefined();
     expect(t.onCall('respond_to_user', { text: 'Next turn.' }).ok).toBe(true);
     expect(t.userResponse).toBe('Next turn.');
+  });
+
+  it('compat:replay:drafts — a tracker rebuilt from the mailbox keeps the accepted drafts (not rejected ones) and the assistant text', () => {
+    const at = '2026-01-01T00:00:00.000Z';
+    const t = replayCompat(createCompatTracker(), [
+      { kind: 'assistant', turnId: 't1', at, actor: 'v', content: [{ type: 'tool_use', id: 'a', name: 'respond_to_user', input: { text: 'Old turn.' } }] },
+      { kind: 'tool_result', turnId: 't1', at, actor: 'v', callId: 'a', tool: 'respond_to_user', content: SUCCESS, isError: false },
+      { kind: 'assistant', turnId: 't2', at, actor: 'v', content: [{ type: 'text', text: 'Looking.' }, { type: 'tool_use', id: 'b', name: 'respond_to_user', input: { text: 'Draft one.' } }] },
+      { kind: 'tool_result', turnId: 't2', at, actor: 'v', callId: 'b', tool: 'respond_to_user', content: SUCCESS, isError: false },
+      { kind: 'assistant', turnId: 't2', at, actor: 'v', content: [{ type: 'tool_use', id: 'c', name: 'respond_to_user', input: { text: '' } }] },
+      { kind: 'tool_result', turnId: 't2', at, actor: 'v', callId: 'c', tool: 'respond_to_user', content: TEXT_REQUIRED, isError: true },
+    ], 't2');
+    expect(t.userResponse).toBe('Draft one.');
+    expect(t.finalContent).toBe('Looking.');
+    expect(t.completed).toBe(false);
   });
 });

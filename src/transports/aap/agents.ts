@@ -7,7 +7,8 @@
  * client enables them; unexposed tools always run (trusted, inline).
  */
 import { clientToolNameProblem } from '../../registries/client-tools.js';
-import type { Registries, RegisteredTool } from '../../registries/types.js';
+import type { PartTypeRegistryApi, Registries, RegisteredTool } from '../../registries/types.js';
+import type { AgentCard } from '../../types.js';
 import type { DoubleTextingPolicy } from '../../types.js';
 import { HttpError } from '../http.js';
 import type { AgentConfig, AgentInfo, AgentOptionSpec, MetaToolSpec, ServerToolRef, StreamMode, ToolSpec } from './types.js';
@@ -72,7 +73,16 @@ export function metaTool(tool: RegisteredTool): MetaToolSpec {
   return { name: tool.name, description: tool.description, parameters: tool.inputSchema, trust };
 }
 
-export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[]): AgentInfo {
+/** `consumes` (turnstate extension) must name registered part types: else 400 naming the entry. */
+export function checkConsumes(partTypes: PartTypeRegistryApi, consumes: readonly string[], base: string): void {
+  consumes.forEach((t, i) => {
+    if (!partTypes.has(t)) {
+      throw new HttpError(400, 'consumes.unknown_part_type', `"${t}" is not a part type this server knows (part types: ${partTypes.ids().join(', ')})`, { path: `${base}/${i}` });
+    }
+  });
+}
+
+export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[], cardOf?: (actor: string) => AgentCard | undefined): AgentInfo {
   const { config } = agent;
   const stream: NonNullable<AgentInfo['capabilities']>['stream'] = {};
   for (const m of modes) stream[m] = {};
@@ -90,6 +100,8 @@ export function agentInfo(agent: ResolvedAgent, modes: readonly StreamMode[]): A
   const description = config.description;
   if (description !== undefined) info.description = description;
   if (config.options !== undefined && config.options.length > 0) info.options = config.options;
+  const card = cardOf?.(config.name);
+  if (card) info.card = card;
   return info;
 }
 

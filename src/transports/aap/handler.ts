@@ -27,6 +27,7 @@ import {
 import {
   agentInfo,
   checkClientTools,
+  checkConsumes,
   checkOptions,
   checkServerTools,
   redactOptions,
@@ -116,6 +117,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     const options = redactOptions(agent, config.agent.options);
     if (options !== undefined) out.agent.options = options;
     if (config.tools.length > 0) out.tools = config.tools;
+    if (config.consumes !== undefined) out.consumes = config.consumes;
     return out;
   };
 
@@ -125,7 +127,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     if (!opts.publicMeta && (await principalOf(ctx)) === undefined) return;
     const body: MetaResponse = {
       version: AAP_PROTOCOL_VERSION,
-      agents: agentConfigs().map((c) => agentInfo(resolveAgent(runtime.registries, c), modes)),
+      agents: agentConfigs().map((c) => agentInfo(resolveAgent(runtime.registries, c), modes, (name) => (runtime.registries.actors.has(name) ? runtime.agentCard(name) : undefined))),
     };
     sendJson(ctx.res, 200, body);
   });
@@ -171,7 +173,9 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     checkServerTools(agent, body.agent.tools ?? [], '/agent/tools');
     checkOptions(agent, body.agent.options ?? {}, '/agent/options');
     checkClientTools(agent, body.tools ?? [], '/tools');
+    if (body.consumes !== undefined) checkConsumes(runtime.registries.partTypes, body.consumes, '/consumes');
     const config: AapSessionConfig = { agent: { name: agent.config.name }, tools: body.tools ?? [] };
+    if (body.consumes !== undefined) config.consumes = body.consumes;
     if (body.agent.tools !== undefined) config.agent.tools = body.agent.tools;
     if (body.agent.options !== undefined) config.agent.options = body.agent.options;
     const handle = await runtime.createSession({

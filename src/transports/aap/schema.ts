@@ -35,6 +35,9 @@ const content = {
 
 const options = { type: 'object', additionalProperties: { type: 'string' } } as const;
 
+/** turnstate extension: part types the client consumes (e.g. ["llm-context"] for a peer LLM). */
+const consumes = { type: 'array', maxItems: 64, items: { type: 'string', minLength: 1, maxLength: 256 } } as const;
+
 const turnMessage = {
   type: 'object',
   required: ['role'],
@@ -86,6 +89,7 @@ export const turnRequestSchema = {
     stream: { type: 'string' },
     messages: { type: 'array', minItems: 1, items: turnMessage },
     tools: { type: 'array', items: toolSpec },
+    consumes,
   },
 } as const;
 
@@ -100,6 +104,7 @@ export const createSessionRequestSchema = {
     },
     messages: { type: 'array', items: historyMessage },
     tools: { type: 'array', items: toolSpec },
+    consumes,
   },
 } as const;
 

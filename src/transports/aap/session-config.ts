@@ -12,6 +12,8 @@ export const AAP_METADATA_KEY = 'aap';
 export interface AapSessionConfig {
   agent: AgentConfig;
   tools: ToolSpec[];
+  /** Part types the client consumes (turnstate extension). */
+  consumes?: string[];
 }
 
 function fromMetadata(value: unknown): Partial<AapSessionConfig> | undefined {
@@ -36,6 +38,7 @@ export class SessionConfigs {
     let config: AapSessionConfig = {
       agent: { name: record.actor, ...(base?.agent ?? {}) },
       tools: base?.tools ?? [],
+      ...(base?.consumes === undefined ? {} : { consumes: base.consumes }),
     };
     const events = await this.#runtime.history(record.id);
     for (const ev of events) {
@@ -57,8 +60,8 @@ export class SessionConfigs {
   }
 }
 
-/** Applies an override: tools replace, options merge by key, the agent name never changes. */
-export function merge(config: AapSessionConfig, override: { agent?: Partial<AgentConfig>; tools?: ToolSpec[] }): AapSessionConfig {
+/** Applies an override: tools and consumes replace, options merge by key, the agent name never changes. */
+export function merge(config: AapSessionConfig, override: { agent?: Partial<AgentConfig>; tools?: ToolSpec[]; consumes?: string[] }): AapSessionConfig {
   const agent: AgentConfig = { name: config.agent.name };
   const tools = override.agent?.tools ?? config.agent.tools;
   if (tools !== undefined) agent.tools = tools;
@@ -66,5 +69,6 @@ export function merge(config: AapSessionConfig, override: { agent?: Partial<Agen
     ? undefined
     : { ...(config.agent.options ?? {}), ...(override.agent?.options ?? {}) };
   if (options !== undefined) agent.options = options;
-  return { agent, tools: override.tools ?? config.tools };
+  const consumes = override.consumes ?? config.consumes;
+  return { agent, tools: override.tools ?? config.tools, ...(consumes === undefined ? {} : { consumes }) };
 }

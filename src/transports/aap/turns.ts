@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
-import { checkClientTools, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
+import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
 import { followTurn } from './follow.js';
 import { MessageBuilder } from './messages.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
@@ -56,10 +56,12 @@ export async function runTurnRequest(ctx: TurnRequestContext): Promise<void> {
   if (body.agent?.tools !== undefined) checkServerTools(agent, body.agent.tools, '/agent/tools');
   if (body.agent?.options !== undefined) checkOptions(agent, body.agent.options, '/agent/options');
   if (body.tools !== undefined) checkClientTools(agent, body.tools, '/tools');
-  const override: { agent?: SessionTurnRequest['agent']; tools?: SessionTurnRequest['tools'] } = {};
+  if (body.consumes !== undefined) checkConsumes(ctx.runtime.registries.partTypes, body.consumes, '/consumes');
+  const override: { agent?: SessionTurnRequest['agent']; tools?: SessionTurnRequest['tools']; consumes?: string[] } = {};
   if (body.agent !== undefined) override.agent = body.agent;
   if (body.tools !== undefined) override.tools = body.tools;
-  const next = body.agent === undefined && body.tools === undefined ? ctx.config : merge(ctx.config, override);
+  if (body.consumes !== undefined) override.consumes = body.consumes;
+  const next = body.agent === undefined && body.tools === undefined && body.consumes === undefined ? ctx.config : merge(ctx.config, override);
   if (users > 0) await userTurn(ctx, next);
   else await resumeTurn(ctx, next);
 }
@@ -94,6 +96,7 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
     standingApprovals: trustedToolNames(next.agent),
   };
   if (next.tools.length > 0) opts.clientTools = next.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  if (next.consumes !== undefined && next.consumes.length > 0) opts.consumes = next.consumes;
 
   const run = startRun(ctx, snap.lastSeq, []);
   let ref;
@@ -271,7 +274,7 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
   // Before `begin` nothing is written: a refusal (4xx) is answered by the caller's error path.
   const finished = follower.done.then((reason) => {
     res.off('close', onClose);
-    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls());
+    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls(), compatFields(projector));
   });
   return {
     follower,
@@ -287,7 +290,19 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
 interface Sink {
   start(): void;
   item: (item: AapItem) => void;
-  finish(reason: StopReason, unresolved: string[]): void;
+  /** `extra`: turnstate's fields beside stopReason (spec 003 userResponse / finalContent), usually empty. */
+  finish(reason: StopReason, unresolved: string[], extra: CompatFields): void;
+}
+
+/** Spec 003 compatibility turns: `turn_stop` (and the `none` body) carry `userResponse` and `finalContent`. */
+type CompatFields = { userResponse?: string; finalContent?: string };
+
+function compatFields(projector: AapProjector): CompatFields {
+  const s = projector.settled;
+  const out: CompatFields = {};
+  if (s?.userResponse !== undefined) out.userResponse = s.userResponse;
+  if (s?.finalContent !== undefined) out.finalContent = s.finalContent;
+  return out;
 }
 
 function jsonSink(res: ServerResponse): Sink {
@@ -295,8 +310,8 @@ function jsonSink(res: ServerResponse): Sink {
   return {
     start() {},
     item: builder.push,
-    finish(reason, unresolved) {
-      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved) });
+    finish(reason, unresolved, extra) {
+      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved), ...extra });
       if (res.headersSent || res.writableEnded) return;
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
       res.end(body);
@@ -343,10 +358,10 @@ function sseSink(res: ServerResponse, heartbeatMs: number): Sink {
           return;
       }
     },
-    finish(reason) {
+    finish(reason, _unresolved, extra) {
       if (timer !== undefined) clearInterval(timer);
       if (!res.headersSent) startSse(res);
-      write(formatSse('turn_stop', { stopReason: reason }));
+      write(formatSse('turn_stop', { stopReason: reason, ...extra }));
       ended = true;
       if (!res.writableEnded) res.end();
     },

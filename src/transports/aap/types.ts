@@ -3,6 +3,8 @@
  * Tool specs use `parameters`; tool-use blocks carry `toolCallId` (not `id`).
  */
 
+import type { AgentCard } from '../../types.js';
+
 export const AAP_PROTOCOL_VERSION = 3;
 
 export type StreamMode = 'delta' | 'message' | 'none';
@@ -44,6 +46,8 @@ export interface CreateSessionRequest {
   agent: AgentConfig;
   messages?: HistoryMessage[];
   tools?: ToolSpec[];
+  /** turnstate extension: part types the client consumes (['llm-context']: it is a peer LLM). */
+  consumes?: string[];
 }
 
 export interface SessionTurnRequest {
@@ -51,18 +55,25 @@ export interface SessionTurnRequest {
   stream?: StreamMode;
   messages: TurnMessage[];
   tools?: ToolSpec[];
+  /** turnstate extension: replaces the session's `consumes` from this turn on (like `agent` and `tools`). */
+  consumes?: string[];
 }
 
 /** JSON body of a `stream: "none"` turn. */
 export interface AgentResponse {
   stopReason: StopReason;
   messages: HistoryMessage[];
+  /** turnstate extension, spec 003 compatibility turns only: what a voice or messaging channel delivers. */
+  userResponse?: string;
+  /** turnstate extension, spec 003 compatibility turns only: the final text for display. */
+  finalContent?: string;
 }
 
 export interface SessionResponse {
   sessionId: string;
   agent: AgentConfig;
   tools?: ToolSpec[];
+  consumes?: string[];
 }
 
 /** SSE event names and their `data:` objects. */
@@ -74,7 +85,8 @@ export interface AapSseEvents {
   thinking: { thinking: string };
   tool_call: { toolCallId: string; name: string; input: Record<string, unknown> };
   tool_result: { toolCallId: string; content: string | AapContentBlock[] };
-  turn_stop: { stopReason: StopReason };
+  /** `userResponse` / `finalContent`: turnstate extension, spec 003 compatibility turns only. */
+  turn_stop: { stopReason: StopReason; userResponse?: string; finalContent?: string };
 }
 export type AapSseEventName = keyof AapSseEvents;
 
@@ -101,6 +113,8 @@ export interface MetaToolSpec extends ToolSpec {
 
 export interface AgentInfo {
   name: string;
+  /** turnstate extension: the agent's Agent Card (A2A 1.0 field names; part types in its parts extension). */
+  card?: AgentCard;
   title?: string;
   version: string;
   description?: string;

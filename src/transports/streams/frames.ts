@@ -16,7 +16,8 @@ export type Ref = string | number;
 export type ClientFrame =
   | { type: 'subscribe'; sessionId: string; resumeFrom?: number; ref?: Ref }
   | { type: 'unsubscribe'; sessionId: string; ref?: Ref }
-  | { type: 'send'; sessionId: string; text: string; ref?: Ref }
+  /** `consumes`: part types this client consumes (e.g. ['llm-context'] for a peer LLM), as SendOptions `consumes`. */
+  | { type: 'send'; sessionId: string; text: string; consumes?: string[]; ref?: Ref }
   | { type: 'approve' | 'deny'; approvalId: string; sessionId?: string; reason?: string; ref?: Ref }
   | { type: 'ping'; ref?: Ref };
 
@@ -47,11 +48,12 @@ export type FrameResult = { ok: true; frame: ClientFrame } | { ok: false; code: 
 
 const MAX_ID = 256;
 const MAX_REASON = 2000;
+const MAX_CONSUMES = 64;
 
 const FIELDS: Record<ClientFrame['type'], readonly string[]> = {
   subscribe: ['type', 'ref', 'sessionId', 'resumeFrom'],
   unsubscribe: ['type', 'ref', 'sessionId'],
-  send: ['type', 'ref', 'sessionId', 'text'],
+  send: ['type', 'ref', 'sessionId', 'text', 'consumes'],
   approve: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
   deny: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
   ping: ['type', 'ref'],
@@ -118,7 +120,12 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
       const text = obj.text;
       if (typeof text !== 'string' || text.trim() === '') return fail('frame.invalid', '/text must be a non-empty string', ref);
-      return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text }) };
+      const consumes = obj.consumes;
+      if (consumes === undefined) return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text }) };
+      if (!Array.isArray(consumes) || consumes.length > MAX_CONSUMES || !consumes.every((c) => typeof c === 'string' && c !== '' && c.length <= MAX_ID)) {
+        return fail('frame.invalid', `/consumes must be an array of at most ${MAX_CONSUMES} part type names`, ref);
+      }
+      return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text, consumes: consumes as string[] }) };
     }
     case 'approve':
     case 'deny': {

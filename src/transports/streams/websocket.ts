@@ -249,7 +249,7 @@ class WsConnection implements StreamConnection {
       case 'send': {
         const session = await visibleSession(this.ctx.runtime, this.principal, frame.sessionId);
         if (session === undefined) return this.notFound(frame.sessionId, frame.ref);
-        const turn = await session.send(frame.text, { principal: this.principal });
+        const turn = await session.send(frame.text, frame.consumes === undefined ? { principal: this.principal } : { principal: this.principal, consumes: frame.consumes });
         this.reply(withRef({ type: 'sent', sessionId: frame.sessionId, turnId: turn.turnId, queued: turn.queued }, frame.ref));
         return;
       }

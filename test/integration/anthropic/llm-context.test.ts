@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { firstValueFrom, filter, toArray, takeWhile } from 'rxjs';
 import { LLM_CONTEXT_SYSTEM_PROMPT, LLM_CONTEXT_TOOL_NAME } from '../../../src/envelope/llm-context.js';
+import { PARTS_EXTENSION_URI } from '../../../src/envelope/agent-card.js';
 import type { LoopbackTurn } from '../../../src/models/loopback-server.js';
 import type { SessionEvent } from '../../../src/types.js';
 import { bodies, hasTool, record, rig, textPart, type Rig } from './rig.js';
@@ -51,7 +52,7 @@ async function setup(script: LoopbackTurn[]) {
 }
 
 describe('the Claude path: llm-context only for a peer-LLM consumer', () => {
-  it('anthropic:llm-context:only-when-asked — no consumer: exactly the actor\'s calls; consumesLlmContext: exactly one more (write_llm_context), its part in envelope.settled, produced once however often settlement is observed', async () => {
+  it('anthropic:llm-context:only-when-asked — no consumer: exactly the actor\'s calls; a caller card consuming llm-context: exactly one more (write_llm_context), its part in envelope.settled, produced once however often settlement is observed', async () => {
     const { s, rig } = await setup([...actorCalls('t1'), ...actorCalls('t2'), translation]);
     const rec = record(s);
 
@@ -63,8 +64,8 @@ describe('the Claude path: llm-context only for a peer-LLM consumer', () => {
     expect(o1.envelope?.parts.some((p) => p.metadata.partType === 'llm-context')).toBe(false);
     expect(o1.parts.some((p) => p.metadata.partType === 'llm-context')).toBe(false);
 
-    // turn 2: a peer LLM consumes the envelope
-    const ref2 = await s.send('And for six people?', { consumesLlmContext: true });
+    // turn 2: a peer LLM consumes the envelope (its Agent Card declares consumes: ['llm-context'])
+    const ref2 = await s.send('And for six people?', { callerCard: { name: 'baxter', capabilities: { extensions: [{ uri: PARTS_EXTENSION_URI, params: { consumes: ['llm-context'] } }] } } });
     const lateSubscriber = s.events().pipe(
       filter((e) => e.turnId === ref2.turnId),
       takeWhile((e) => e.type !== 'turn.settled', true),
@@ -134,7 +135,7 @@ describe('the Claude path: llm-context only for a peer-LLM consumer', () => {
       ],
     };
     const { s, rig } = await setup([own]);
-    const out = await (await s.send('Fares?', { consumesLlmContext: true })).settled;
+    const out = await (await s.send('Fares?', { consumes: ['llm-context'] })).settled;
     expect(out.finalizedBy).toBe('complete');
     expect(rig.server.requests).toHaveLength(1);
     expect(out.envelope?.parts.filter((p) => p.metadata.partType === 'llm-context').map((p) => p.text)).toEqual(['Own analysis for the peer.']);
