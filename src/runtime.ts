@@ -25,6 +25,7 @@ import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
+import { REASONING_TRACES } from './envelope/reasoning.js';
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxModelCallsPerTurn: 16,
@@ -88,6 +89,10 @@ class SessionRef implements SessionHandle {
 
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
+  const reasoningTraces = options.reasoningTraces ?? 'keep';
+  if (!REASONING_TRACES.includes(reasoningTraces)) {
+    throw new TurnstateError('runtime.options', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);
+  }
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -148,6 +153,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     newId,
     canAnswerApproval: options.canAnswerApproval ?? defaultCanAnswer,
     produceLlmContext,
+    reasoningTraces,
     onActivity: (h) => {
       h.lastActive = clock.now();
     },

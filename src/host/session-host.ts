@@ -28,6 +28,7 @@ import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracke
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { EventRouter } from '../router/router.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
+import { reasoningTracePart, type ReasoningTraces } from '../envelope/reasoning.js';
 import type {
   AnswerResult,
   ApprovalRecord,
@@ -82,6 +83,8 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: SessionHost) => void;
+  /** Reasoning-trace persistence (RuntimeOptions.reasoningTraces); absent means keep. */
+  reasoningTraces?: ReasoningTraces;
 }
 
 export class SessionHost implements SessionHandle {
@@ -841,7 +844,8 @@ export class SessionHost implements SessionHandle {
                 if (result.ok && this.isProgress(result.call.turnState)) await this.applyRespond(t, actorName, result, b.id);
               } else toolUses.push(b);
             } else if (b.type === 'thinking') {
-              const part: Part = { text: b.thinking, metadata: { partType: 'reasoning-trace' } };
+              const part = reasoningTracePart(b.thinking, this.deps.reasoningTraces ?? 'keep');
+              if (part === undefined) break;
               t.parts.push(part);
               // Each thinking block is its own part: `<turnId>:thinking:<n>`, n counting the turn's
               // reasoning traces so far (t.parts survives a restart, so n does too).
