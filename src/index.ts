@@ -31,6 +31,7 @@ export type {
   DoubleTextingPolicy,
   Envelope,
   EnvelopeMeta,
+  EnvelopeWarning,
   ExecutionRecord,
   InboundMessage,
   MailboxEntry,
@@ -121,7 +122,15 @@ export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from '.
 export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, RoutedEvent, ObserveFilter } from './router/index.js';
 
 // Envelope.
-export { assembleEnvelope } from './envelope/assemble.js';
+export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';
+export type { DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
+export { createDelivery } from './envelope/delivery.js';
+export type { Delivery, PartDelivery, BufferedView, Flush, TranscriptClass } from './envelope/delivery.js';
+export { renderForChannel } from './envelope/channels.js';
+export type { ChannelMessage, ChannelAttachment } from './envelope/channels.js';
+export { renderPartText } from './envelope/render.js';
+export { deliveryTable } from './envelope/delivery-table.js';
+export type { ReasoningTraces } from './envelope/reasoning.js';
 export { produceLlmContext } from './envelope/llm-context.js';
 
 // Replay and diff (the evals substrate).
