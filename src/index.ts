@@ -95,10 +95,11 @@ export {
   respondJsonSchema,
   createRespondParser,
   respondPromptSnippet,
+  respondNotes,
   compatTools,
   createCompatTracker,
 } from './respond/index.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker } from './respond/index.js';
+export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, RespondNote } from './respond/index.js';
 export { createRespondStreamParser } from './respond/stream.js';
 
 // Machines (pure; drawable in Stately).

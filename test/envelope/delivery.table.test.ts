@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDelivery } from '../../src/envelope/delivery.js';
 import { renderForChannel, type ChannelMessage } from '../../src/envelope/channels.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
+import { respondNotes } from '../../src/respond/notes.js';
 import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
 import type { ChannelKind } from '../../src/registries/types.js';
 import { createRuntime, type TurnstateRuntime } from '../../src/runtime.js';
@@ -189,8 +190,8 @@ describe('delivery:table — one recorded turn, every view, rules from the regis
 
   it('respond:note:audit-only — the note of respond() is in the mailbox for audit and in no event, envelope or AAP response', async () => {
     const session = await rt.session(sessionId);
-    const mailbox = JSON.stringify(await session!.mailbox());
-    expect(mailbox).toContain('audit: user asked for Corfu');
+    const notes = respondNotes(await session!.mailbox());
+    expect(notes).toEqual([{ turnId: expect.any(String), actor: 'desk', callId: expect.any(String), at: expect.any(String), note: 'audit: user asked for Corfu' }]);
     for (const got of [log, sse, ws]) expect(JSON.stringify(got)).not.toContain('audit: user asked for Corfu');
     for (const mode of ['delta', 'message', 'none'] as const) expect(aap[mode]!.raw).not.toContain('audit: user asked for Corfu');
     const history = await api(`${server.url}/aap`, `/sessions/${sessionId}/history?type=full`);
