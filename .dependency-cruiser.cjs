@@ -75,9 +75,9 @@ module.exports = {
     ]),
     only(
       'transports-use-the-session-api',
-      'Transports use the public session API (api.ts): never host/, machines/, stores/, models/ or the runtime internals.',
+      'Transports use the public session API (api.ts) and the delivery rules (envelope/): never host/, machines/, stores/, models/ or the runtime internals.',
       'transports/',
-      ['api[.]ts$', 'registries/'],
+      ['api[.]ts$', 'registries/', 'envelope/'],
     ),
     {
       name: 'host-executes-machines',

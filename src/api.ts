@@ -138,6 +138,11 @@ export interface RuntimeOptions {
   canAnswerApproval?: (approval: ApprovalRecord, by: Principal) => boolean;
   /** Passivate sessions idle this long (ms); 0 disables. */
   passivateAfterMs?: number;
+  /**
+   * What becomes of the model's thinking blocks as reasoning-trace parts (recorded, published,
+   * enveloped): `keep` (default), `redact` (an empty part marked `redacted`), or `drop` (none).
+   */
+  reasoningTraces?: 'keep' | 'redact' | 'drop';
   /** Clock and id source, for deterministic tests and replay. */
   now?: () => number;
   newId?: (prefix: string) => string;

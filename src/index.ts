@@ -33,6 +33,7 @@ export type {
   DoubleTextingPolicy,
   Envelope,
   EnvelopeMeta,
+  EnvelopeWarning,
   ExecutionRecord,
   InboundMessage,
   MailboxEntry,
@@ -98,12 +99,13 @@ export {
   respondJsonSchema,
   createRespondParser,
   respondPromptSnippet,
+  respondNotes,
   compatTools,
   createCompatTracker,
   compatOptions,
   COMPAT_COMPLETION_NUDGE,
 } from './respond/index.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, CompatOptions } from './respond/index.js';
+export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, CompatOptions, RespondNote } from './respond/index.js';
 export { createRespondStreamParser } from './respond/stream.js';
 
 // Machines (pure; drawable in Stately).
@@ -121,7 +123,15 @@ export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from '.
 export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, RoutedEvent, ObserveFilter } from './router/index.js';
 
 // Envelope.
-export { assembleEnvelope } from './envelope/assemble.js';
+export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';
+export type { DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
+export { createDelivery } from './envelope/delivery.js';
+export type { Delivery, PartDelivery, BufferedView, Flush, TranscriptClass } from './envelope/delivery.js';
+export { renderForChannel } from './envelope/channels.js';
+export type { ChannelMessage, ChannelAttachment } from './envelope/channels.js';
+export { renderPartText } from './envelope/render.js';
+export { deliveryTable } from './envelope/delivery-table.js';
+export type { ReasoningTraces } from './envelope/reasoning.js';
 export { produceLlmContext } from './envelope/llm-context.js';
 export { agentCard, partTypesOf, PARTS_EXTENSION_URI } from './envelope/agent-card.js';
 export type { AgentCard, AgentCardOverrides, AgentExtension, AgentInterface, AgentSkill } from './envelope/agent-card.js';

@@ -29,6 +29,7 @@ import { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
 import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
 import type { PartTypeRegistryApi } from './registries/types.js';
+import { REASONING_TRACES } from './envelope/reasoning.js';
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -87,6 +88,10 @@ class SessionRef implements SessionHandle {
 
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
+  const reasoningTraces = options.reasoningTraces ?? 'keep';
+  if (!REASONING_TRACES.includes(reasoningTraces)) {
+    throw new TurnstateError('runtime.options', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);
+  }
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
@@ -143,6 +148,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     newId,
     canAnswerApproval: options.canAnswerApproval ?? defaultCanAnswer,
     produceLlmContext,
+    reasoningTraces,
     onActivity: (h) => {
       h.lastActive = clock.now();
     },

@@ -117,6 +117,17 @@ export interface EnvelopeMeta {
   turnId: string;
   producedAt: string;
   finalizedBy: string;
+  /** What settlement left out of the envelope and why (e.g. a citation bound to nothing). */
+  warnings?: EnvelopeWarning[];
+}
+
+/** A part settlement did not put in the envelope, recorded with the envelope for audit. */
+export interface EnvelopeWarning {
+  /** `citation.unbound`: the citation's JSON Pointer resolves to nothing in domain-data. */
+  code: 'citation.unbound';
+  message: string;
+  /** The part left out, as the actor emitted it. */
+  part: Part;
 }
 
 /** The settled output of one turn (spec 001). */

@@ -1,12 +1,25 @@
 /**
- * Envelope assembly at settlement (spec 001 "Assembly and delivery"): the turn's envelope parts
- * plus the mailbox's data-bearing records collected into one domain-data part when the actor
- * emitted none. Pure.
+ * Envelope assembly at settlement (spec 001 "Assembly and delivery", step 6). Pure.
+ *
+ * Contract:
+ * - The envelope holds the turn's parts whose type is `inEnvelope`, in the order emitted, except
+ *   that every `domain-data` part and every data-bearing mailbox record of the turn merge into
+ *   ONE domain-data part (see `mergeDomainData`), placed where the actor's first domain-data part
+ *   was, or after the actor's parts when it emitted none. No data-bearing records and no
+ *   domain-data part: no domain-data part (a conversational turn carries its response only).
+ * - Each citation is bound by a JSON Pointer (`data.path`, or `metadata.path` for a text
+ *   citation) into that domain-data. A citation that resolves to nothing is left out of the
+ *   envelope and recorded in `meta.warnings` (code `citation.unbound`, the part kept as emitted);
+ *   the turn still settles.
+ * - A translated llm-context part comes last. `meta` carries sessionId, turnId, producedAt,
+ *   finalizedBy (and warnings when there are any).
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { Envelope, MailboxEntry, Part } from '../types.js';
+import type { Envelope, EnvelopeWarning, MailboxEntry, Part } from '../types.js';
+import { escapeSegment, resolvePointer } from './pointer.js';
 
-export function assembleEnvelope(input: {
+export interface AssembleInput {
   partTypes: PartTypeRegistryApi;
   parts: readonly Part[];
   mailbox: readonly MailboxEntry[];
@@ -15,39 +28,163 @@ export function assembleEnvelope(input: {
   producedAt: string;
   finalizedBy: string;
   llmContext?: Part;
-}): Envelope {
-  const parts: Part[] = [];
-  let hasDomainData = false;
-  for (const p of input.parts) {
+}
+
+export function assembleEnvelope(input: AssembleInput): Envelope {
+  const kept: Part[] = [];
+  const actorData: { part: Part; index: number }[] = [];
+  let dataAt = -1;
+  for (let i = 0; i < input.parts.length; i++) {
+    const p = input.parts[i]!;
     const def = input.partTypes.get(p.metadata.partType);
     if (def && !def.meta.inEnvelope) continue;
-    if (p.metadata.partType === 'domain-data') hasDomainData = true;
-    parts.push(p);
-  }
-  if (!hasDomainData) {
-    const records = collectData(input.mailbox, input.turnId);
-    if (records.length > 0) {
-      parts.push({
-        data: records.length === 1 ? { [records[0]!.tool]: records[0]!.data } : { results: records },
-        metadata: { partType: 'domain-data', source: 'mailbox' },
-      });
+    if (p.metadata.partType === 'domain-data') {
+      if (dataAt === -1) dataAt = kept.length;
+      actorData.push({ part: p, index: i });
+      continue;
     }
+    kept.push(p);
   }
+  const records = collectData(input.mailbox, input.turnId);
+  let domain: DomainData | undefined;
+  if (records.length > 0 || actorData.length > 0) {
+    domain = mergeDomainData(records, actorData);
+    const metadata: Part['metadata'] = { partType: 'domain-data', sources: domain.sources };
+    if (domain.conflicts.length > 0) metadata.conflicts = domain.conflicts;
+    kept.splice(dataAt === -1 ? kept.length : dataAt, 0, { data: domain.data, metadata });
+  }
+  const warnings: EnvelopeWarning[] = [];
+  const parts = kept.filter((p) => {
+    if (p.metadata.partType !== 'citation') return true;
+    const problem = citationProblem(p, domain?.data);
+    if (problem === undefined) return true;
+    warnings.push({ code: 'citation.unbound', message: problem, part: p });
+    return false;
+  });
   if (input.llmContext) parts.push(input.llmContext);
-  return {
+  const envelope: Envelope = {
     role: 'agent',
     parts,
     meta: { sessionId: input.sessionId, turnId: input.turnId, producedAt: input.producedAt, finalizedBy: input.finalizedBy },
   };
+  if (warnings.length > 0) envelope.meta.warnings = warnings;
+  return envelope;
+}
+
+/** The pointer a citation is bound by: `data.path`, else `metadata.path`. */
+export function citationPath(part: Part): unknown {
+  return part.data !== undefined && 'path' in part.data ? part.data.path : part.metadata.path;
+}
+
+function citationProblem(part: Part, data: Record<string, unknown> | undefined): string | undefined {
+  const path = citationPath(part);
+  if (typeof path !== 'string') {
+    return `citation left out: it names no JSON Pointer into domain-data (set data.path, or metadata.path on a text citation, e.g. "/search_flights/flights/0")`;
+  }
+  if (data === undefined) return `citation left out: it is bound to "${path}" but the turn has no domain-data`;
+  const r = resolvePointer(data, path);
+  return r.found ? undefined : `citation left out: "${path}" resolves to nothing in domain-data (${r.reason})`;
+}
+
+/** One data-bearing record of the turn: a tool's data as the envelope may carry it. */
+export interface DataRecord {
+  tool: string;
+  callId: string;
+  data: unknown;
 }
 
 /** The data-bearing records of one turn, in order. */
-export function collectData(mailbox: readonly MailboxEntry[], turnId: string): { tool: string; data: unknown }[] {
-  const out: { tool: string; data: unknown }[] = [];
+export function collectData(mailbox: readonly MailboxEntry[], turnId: string): DataRecord[] {
+  const out: DataRecord[] = [];
   for (let i = mailbox.length - 1; i >= 0; i--) {
     const e = mailbox[i]!;
     if (e.turnId !== turnId) break;
-    if (e.kind === 'data') out.push({ tool: e.tool, data: e.data });
+    if (e.kind === 'data') out.push({ tool: e.tool, callId: e.callId, data: e.data });
   }
   return out.reverse();
+}
+
+/** Where each piece of the merged domain-data came from. */
+export type DomainDataSource =
+  | { from: 'tool'; tool: string; callId: string; pointer: string }
+  | { from: 'actor'; part: number; pointer: '' };
+
+/** A value the merge replaced: `pointer` now holds the later source's value. */
+export interface DomainDataConflict {
+  pointer: string;
+  replaced: DomainDataSource;
+  by: DomainDataSource;
+}
+
+export interface DomainData {
+  data: Record<string, unknown>;
+  sources: DomainDataSource[];
+  conflicts: DomainDataConflict[];
+}
+
+/**
+ * The merge rule (docs/concepts/envelope.md "One domain-data object"):
+ * 1. Each tool's records go under its name: `/<tool>` holds its data when it ran once in the turn,
+ *    or an array of its data in call order when it ran more than once (`/<tool>/0`, `/<tool>/1`).
+ * 2. The actor's domain-data parts are then merged over that, in the order emitted: objects merge
+ *    member by member, recursively; any other value (array, scalar) replaces what was there.
+ * 3. Each replaced value is a conflict: the later source wins, and the conflict names the pointer,
+ *    the source replaced and the source that replaced it. Equal values are no conflict. The
+ *    replaced value stays in the mailbox record, so nothing accepted is lost.
+ * Inputs are never mutated: objects on a merge path are copied.
+ */
+export function mergeDomainData(records: readonly DataRecord[], actorParts: readonly { part: Part; index: number }[]): DomainData {
+  const data: Record<string, unknown> = {};
+  const sources: DomainDataSource[] = [];
+  const conflicts: DomainDataConflict[] = [];
+  const byTool = new Map<string, DataRecord[]>();
+  for (const r of records) {
+    const list = byTool.get(r.tool);
+    if (list) list.push(r);
+    else byTool.set(r.tool, [r]);
+  }
+  for (const [tool, list] of byTool) {
+    const base = `/${escapeSegment(tool)}`;
+    if (list.length === 1) {
+      data[tool] = list[0]!.data;
+      sources.push({ from: 'tool', tool, callId: list[0]!.callId, pointer: base });
+    } else {
+      data[tool] = list.map((r) => r.data);
+      list.forEach((r, i) => sources.push({ from: 'tool', tool, callId: r.callId, pointer: `${base}/${i}` }));
+    }
+  }
+  let merged = data;
+  for (const { part, index } of actorParts) {
+    const by: DomainDataSource = { from: 'actor', part: index, pointer: '' };
+    const ownerOf = (pointer: string): DomainDataSource => {
+      for (let i = sources.length - 1; i >= 0; i--) {
+        const s = sources[i]!;
+        if (s.pointer === '' || pointer === s.pointer || pointer.startsWith(`${s.pointer}/`)) return s;
+      }
+      return by;
+    };
+    const onReplace = (pointer: string): void => {
+      conflicts.push({ pointer, replaced: ownerOf(pointer), by });
+    };
+    merged = mergeValue(merged, part.data ?? {}, '', onReplace) as Record<string, unknown>;
+    sources.push(by);
+  }
+  return { data: merged, sources, conflicts };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function mergeValue(a: unknown, b: unknown, pointer: string, onReplace: (pointer: string) => void): unknown {
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const out: Record<string, unknown> = { ...a };
+    for (const [k, v] of Object.entries(b)) {
+      const p = `${pointer}/${escapeSegment(k)}`;
+      out[k] = Object.prototype.hasOwnProperty.call(a, k) ? mergeValue(a[k], v, p, onReplace) : v;
+    }
+    return out;
+  }
+  if (a !== undefined && !isDeepStrictEqual(a, b)) onReplace(pointer);
+  return b;
 }

@@ -9,6 +9,7 @@ import type { SessionMachine } from '../machines/session.machine.js';
 import type { Registries } from '../registries/types.js';
 import type { RespondParser } from '../respond/index.js';
 import type { EventRouter } from '../router/router.js';
+import type { ReasoningTraces } from '../envelope/reasoning.js';
 import type { ApprovalRecord, Part, Principal, Usage } from '../types.js';
 import type { Clock } from './clock.js';
 import type { Journal } from './journal.js';
@@ -37,6 +38,8 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: { lastActive: number }) => void;
+  /** What becomes of the model's thinking: kept, redacted or dropped (absent: kept). */
+  reasoningTraces?: ReasoningTraces;
 }
 
 export interface HostCore {

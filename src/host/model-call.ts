@@ -13,6 +13,7 @@
  * - Interrupted (a double-texted message joined): what the cut response already applied is
  *   recorded, the rest never happened. Stopped (shutdown): nothing more is recorded.
  */
+import { reasoningTracePart } from '../envelope/reasoning.js';
 import { ModelError } from '../errors.js';
 import type { ResponseSummary } from '../machines/actor.machine.js';
 import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
@@ -159,7 +160,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
               if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);
             } else toolUses.push(b);
           } else if (b.type === 'thinking') {
-            const part: Part = { text: b.thinking, metadata: { partType: 'reasoning-trace' } };
+            const part = reasoningTracePart(b.thinking, deps.reasoningTraces ?? 'keep');
+            if (part === undefined) break;
             t.parts.push(part);
             // Each thinking block is its own part: `<turnId>:thinking:<n>`, n counting the turn's
             // reasoning traces so far (t.parts survives a restart, so n does too).

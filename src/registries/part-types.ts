@@ -19,6 +19,7 @@ export const DELIVERY_CLASSES: readonly DeliveryClass[] = ['streaming', 'buffere
 export const CHANNEL_KINDS: readonly ChannelKind[] = ['email', 'sms', 'whatsapp', 'webhook'];
 const CARRIES: readonly PartTypeMeta['carries'][] = ['text', 'data', 'either'];
 const SERIALISATIONS: readonly NonNullable<PartTypeMeta['serialisation']>[] = ['json', 'text', 'base64'];
+const TRANSCRIPTS: readonly NonNullable<PartTypeMeta['transcript']>[] = ['text', 'thinking'];
 
 /** Part type ids: lower-case, starting with a letter; `-`, `_`, `.` allowed inside; at most 64 characters. */
 export const PART_TYPE_ID = /^[a-z][a-z0-9._-]{0,63}$/;
@@ -42,6 +43,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'text',
     serialisation: 'text',
+    transcript: 'text',
   },
   thinking: {
     description: 'Progress update during a long tool-use loop; streaming transports only.',
@@ -53,6 +55,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'text',
     serialisation: 'text',
+    transcript: 'thinking',
   },
   response: {
     description: 'The substantive answer; becomes the response text of the envelope.',
@@ -64,6 +67,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'text',
     serialisation: 'text',
+    transcript: 'text',
   },
   clarify: {
     description: 'A single question the user must answer before the actor can proceed; replaces response.',
@@ -75,6 +79,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'text',
     serialisation: 'text',
+    transcript: 'text',
   },
   error: {
     description: 'A failure the user needs to know about.',
@@ -86,6 +91,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'text',
     serialisation: 'text',
+    transcript: 'text',
   },
   'domain-data': {
     description: 'Structured domain data (an A2A data part) a peer reads programmatically.',
@@ -141,6 +147,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     modelEmittable: true,
     carries: 'either',
     serialisation: 'json',
+    transcript: 'thinking',
   },
   citation: {
     description: 'Source reference bound to a path in domain-data.',
@@ -246,6 +253,9 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
   if (m.serialisation !== undefined && !(SERIALISATIONS as readonly unknown[]).includes(m.serialisation)) {
     fail('part-types:meta:serialisation', id, `meta.serialisation must be one of ${SERIALISATIONS.join(', ')} (got ${describe(m.serialisation)})`);
   }
+  if (m.transcript !== undefined && !(TRANSCRIPTS as readonly unknown[]).includes(m.transcript)) {
+    fail('part-types:meta:transcript', id, `meta.transcript must be one of ${TRANSCRIPTS.join(', ')}, or absent for parts a transcript does not show (got ${describe(m.transcript)})`);
+  }
   return m as unknown as PartTypeMeta;
 }
 
@@ -268,6 +278,7 @@ function freezeMeta(meta: PartTypeMeta): PartTypeMeta {
   };
   if (meta.channels !== undefined) copy.channels = Object.freeze({ ...meta.channels });
   if (meta.serialisation !== undefined) copy.serialisation = meta.serialisation;
+  if (meta.transcript !== undefined) copy.transcript = meta.transcript;
   return Object.freeze(copy);
 }
 

@@ -30,6 +30,12 @@ export interface PartTypeMeta {
   /** 'text' parts carry `text`, 'data' parts carry `data`, 'either' accepts one of them. */
   carries: 'text' | 'data' | 'either';
   serialisation?: 'json' | 'text' | 'base64';
+  /**
+   * How a text-only conversational transport (AAP, a chat transcript) shows the part: as the
+   * agent's text, as its thinking, or (absent) not at all. Without it, a part whose streaming
+   * rule is `render-as-text` is shown as text.
+   */
+  transcript?: 'text' | 'thinking';
 }
 
 export interface PartTypeDefinition {

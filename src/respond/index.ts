@@ -14,6 +14,8 @@ export {
 export { createRespondParser, RespondRule } from './parse.js';
 export type { RespondParser, RespondParserOptions } from './parse.js';
 export { respondPromptSnippet, RESPOND_PROMPT_CORE } from './prompt.js';
+export { respondNotes } from './notes.js';
+export type { RespondNote } from './notes.js';
 export type { RespondPromptOptions } from './prompt.js';
 export {
   compatTools,

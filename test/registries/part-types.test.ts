@@ -233,6 +233,16 @@ describe('PartTypeRegistry: consumer registration', () => {
     );
   });
 
+  it('part-types:meta:transcript — transcript is text, thinking or absent; a wrong value names the field and the choices; a valid one is kept', () => {
+    const r = new PartTypeRegistry();
+    const err = registrationError(() => r.register({ id: 'audio', meta: audioMeta({ transcript: 'speech' as never }) }));
+    expect(err.rule).toBe('part-types:meta:transcript');
+    expect(err.message).toMatch(/meta\.transcript must be one of text, thinking.*"speech"/);
+    expect(r.register({ id: 'caption', meta: audioMeta({ carries: 'text', transcript: 'text' }) }).meta.transcript).toBe('text');
+    expect(['ack', 'response', 'clarify', 'error'].map((id) => r.get(id)!.meta.transcript)).toEqual(['text', 'text', 'text', 'text']);
+    expect(['thinking', 'reasoning-trace'].map((id) => r.get(id)!.meta.transcript)).toEqual(['thinking', 'thinking']);
+  });
+
   it('part-types:meta:required — a non-object meta is rejected', () => {
     const r = new PartTypeRegistry();
     expect(registrationError(() => r.register({ id: 'audio', meta: null as never })).rule).toBe('part-types:meta:required');

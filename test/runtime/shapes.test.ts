@@ -96,12 +96,15 @@ describe('spec 000 shapes through the runtime', () => {
     // ack/thinking are stripped from the envelope; the tool data is collected as domain-data.
     const env = rec.of('envelope.settled')[0]!.envelope;
     expect(env.parts.map((p) => p.metadata.partType)).toEqual(['response', 'domain-data']);
+    // envelope:domain-data:one-object — each tool's record under its name (docs/concepts/envelope.md).
     expect(env.parts[1]!.data).toEqual({
-      results: [
-        { tool: 'search_flights', data: { flights: [{ id: 'EJ4521', price: 94 }, { id: 'BA2043', price: 187 }], q: 'LGW-CFU' } },
-        { tool: 'filter_flights', data: { direct: 2 } },
-      ],
+      search_flights: { flights: [{ id: 'EJ4521', price: 94 }, { id: 'BA2043', price: 187 }], q: 'LGW-CFU' },
+      filter_flights: { direct: 2 },
     });
+    expect(env.parts[1]!.metadata.sources).toEqual([
+      { from: 'tool', tool: 'search_flights', callId: expect.any(String), pointer: '/search_flights' },
+      { from: 'tool', tool: 'filter_flights', callId: expect.any(String), pointer: '/filter_flights' },
+    ]);
     checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
     // The second and third model calls saw the acknowledgement of their respond() calls and the tool results.
     const third = scripted.requests[2]!;
@@ -229,7 +232,7 @@ describe('spec 000 shapes through the runtime', () => {
     expect(envelope.meta).toEqual({ sessionId: s.id, turnId: out.turnId, producedAt: '2026-04-20T09:50:00.000Z', finalizedBy: 'complete' });
     expect(envelope.parts).toEqual([
       part('response', 'Found 2 direct flights.'),
-      dataPart('domain-data', flights),
+      { data: flights, metadata: { partType: 'domain-data', sources: [{ from: 'actor', part: 1, pointer: '' }] } },
       part('llm-context', 'EasyJet EJ4521 is half the price but departs at 06:15.'),
       dataPart('a2ui-surface', surface),
     ]);

@@ -36,7 +36,8 @@ import {
   type ResolvedAgent,
 } from './agents.js';
 import { MessageBuilder } from './messages.js';
-import { AapProjector, canonicalPartClass, type PartClass } from './projector.js';
+import { createDelivery } from '../../envelope/delivery.js';
+import { AapProjector, type PartClass } from './projector.js';
 import { parseCreateSessionRequest, parseTurnRequest } from './schema.js';
 import { AAP_METADATA_KEY, SessionConfigs, type AapSessionConfig } from './session-config.js';
 import { runTurnRequest } from './turns.js';
@@ -90,13 +91,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     const config = agentConfigs().find((a) => a.name === name);
     return config === undefined ? undefined : resolveAgent(runtime.registries, config);
   };
-  const classify = (partType: string): PartClass => {
-    const canonical = canonicalPartClass(partType);
-    if (canonical !== undefined) return canonical;
-    const def = runtime.registries.partTypes.get(partType);
-    if (def === undefined || def.isCanonical || def.meta.carries === 'data') return undefined;
-    return def.meta.delivery.streaming === 'render-as-text' ? 'text' : undefined;
-  };
+  const classify: (partType: string) => PartClass = createDelivery(runtime.registries.partTypes).transcript;
 
   const principalOf = async (ctx: RequestCtx): Promise<Principal | undefined> => authenticateRequest(ctx.req, ctx.res, opts.authenticate);
 

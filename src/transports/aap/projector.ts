@@ -7,6 +7,8 @@
  * Contract: `push` never throws on well-formed events; every `tool_result` it emits follows a
  * `tool_call` for the same id (in this projection or listed in `knownCalls`), at most once per id.
  */
+import { createDelivery } from '../../envelope/delivery.js';
+import { PartTypeRegistry } from '../../registries/part-types.js';
 import type { Part, SessionEvent } from '../../types.js';
 import type { AapContentBlock, StopReason } from './types.js';
 
@@ -39,15 +41,18 @@ export interface ProjectorOptions {
 /** Tools that are framework infrastructure, never AAP tool calls. */
 export const DEFAULT_HIDDEN_TOOLS: ReadonlySet<string> = new Set(['respond', 'respond_to_user', 'mark_work_complete']);
 
-const TEXT_PART_TYPES: ReadonlySet<string> = new Set(['response', 'ack', 'clarify', 'error']);
-const THINKING_PART_TYPES: ReadonlySet<string> = new Set(['thinking', 'reasoning-trace']);
+const CANONICAL = createDelivery(new PartTypeRegistry());
 
-/** The canonical classification: response/ack/clarify/error are text, thinking/reasoning-trace are thinking. */
+/** The transcript class of a canonical part type, from the registry's `transcript` metadata (response/ack/clarify/error: text; thinking/reasoning-trace: thinking). */
 export function canonicalPartClass(partType: string): PartClass {
-  if (TEXT_PART_TYPES.has(partType)) return 'text';
-  if (THINKING_PART_TYPES.has(partType)) return 'thinking';
-  return undefined;
+  return CANONICAL.transcript(partType);
 }
+
+/**
+ * In delta mode, the delta sent between two parts of the same class (text or thinking): AAP has
+ * no event that ends a message, so the boundary is a blank line in the stream itself.
+ */
+export const PART_BOUNDARY = '\n\n';
 
 /** The text given to the model (and shown in history) for a denied tool call. */
 export function denialText(reason: string | undefined): string {
@@ -67,6 +72,8 @@ export function toolContent(view: unknown): string {
 
 interface DeltaState {
   cls: PartClass | 'unknown';
+  /** Whether this part's first delta went out (so its boundary was sent). */
+  started: boolean;
   /** Text already emitted as deltas. */
   emitted: string;
   /** Text received while the part type was still unknown. */
@@ -88,6 +95,8 @@ export class AapProjector {
   readonly #calls = new Map<string, CallState>();
   readonly #hiddenCalls = new Set<string>();
   #settled: Extract<SessionEvent, { type: 'turn.settled' }> | undefined;
+  /** Delta mode: whether a text / thinking part already went out in this projection. */
+  #sent = { text: false, thinking: false };
 
   constructor(opts: ProjectorOptions) {
     this.#opts = opts;
@@ -202,7 +211,7 @@ export class AapProjector {
     const key = `${callId}\u0000${index}`;
     let st = this.#deltas.get(key);
     if (st === undefined) {
-      st = { cls: 'unknown', emitted: '', pending: '' };
+      st = { cls: 'unknown', started: false, emitted: '', pending: '' };
       this.#deltas.set(key, st);
     }
     if (st.cls === 'unknown' && partType !== undefined) {
@@ -219,8 +228,18 @@ export class AapProjector {
 
   #emitDelta(st: DeltaState, text: string): void {
     if (text === '' || st.cls === undefined || st.cls === 'unknown') return;
+    if (!st.started) {
+      st.started = true;
+      this.#boundary(st.cls);
+    }
     st.emitted += text;
     this.#opts.emit(st.cls === 'text' ? { kind: 'text_delta', delta: text } : { kind: 'thinking_delta', delta: text });
+  }
+
+  /** Before the first delta of a part: the boundary, when a part of the same class went out before it. */
+  #boundary(cls: 'text' | 'thinking'): void {
+    if (this.#sent[cls]) this.#opts.emit(cls === 'text' ? { kind: 'text_delta', delta: PART_BOUNDARY } : { kind: 'thinking_delta', delta: PART_BOUNDARY });
+    this.#sent[cls] = true;
   }
 
   #onPart(callId: string, index: number, part: Part): void {
@@ -235,7 +254,7 @@ export class AapProjector {
     const key = `${callId}\u0000${index}`;
     const st = this.#deltas.get(key);
     if (st === undefined) {
-      if (text !== '') this.#opts.emit(cls === 'text' ? { kind: 'text_delta', delta: text } : { kind: 'thinking_delta', delta: text });
+      this.#emitDelta({ cls, started: false, emitted: '', pending: '' }, text);
       return;
     }
     this.#deltas.delete(key);

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../../api.js';
 import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.js';
 import type { Authenticate, HttpTransport } from '../types.js';
+import { createDelivery } from '../../envelope/delivery.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
 import { serveSse } from './sse.js';
@@ -64,7 +65,7 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
   const ctx: StreamsContext = {
     runtime: opts.runtime,
     authenticate: opts.authenticate,
-    codec: createEventCodec(opts.runtime.registries.partTypes),
+    codec: createEventCodec(createDelivery(opts.runtime.registries.partTypes)),
     limits: {
       maxBufferedBytes: positive(opts.maxBufferedBytes, 'maxBufferedBytes') ?? 1024 * 1024,
       heartbeatMs: positive(opts.heartbeatMs, 'heartbeatMs') ?? 15_000,

@@ -179,11 +179,12 @@ async function threeCall(store?: SessionStore) {
     // the server streamed pings between the chunks; the SDK got all of it over HTTP
     expect(r.server.requests.every((q) => q.path === '/v1/messages' && q.body.stream === true)).toBe(true);
 
-    // settlement: envelope with the actor's domain-data; the final call's tool_result is never sent
+    // settlement: one domain-data object, the tool's record under its name merged with the actor's
+    // own domain-data (spec 001 step 6); the final call's tool_result is never sent
     const env = rec.of('envelope.settled');
     expect(env).toHaveLength(1);
     expect(env[0]!.envelope.meta.finalizedBy).toBe('complete');
-    expect(env[0]!.envelope.parts.filter((p) => p.metadata.partType === 'domain-data').map((p) => p.data)).toEqual([FLIGHTS]);
+    expect(env[0]!.envelope.parts.filter((p) => p.metadata.partType === 'domain-data').map((p) => p.data)).toEqual([{ search_flights: FLIGHTS, filter_flights: { kept: 2 }, ...FLIGHTS }]);
     expect(out.parts.map((p) => p.metadata.partType)).toEqual(['ack', 'thinking', 'response', 'domain-data']);
     expect(rec.of('turn.settled')).toHaveLength(1);
     expect(rec.events.at(-1)!.type).toBe('turn.settled');

@@ -9,6 +9,7 @@ import type { ModelScript } from '../../../src/models/script.js';
 import type { SessionStore } from '../../../src/machines/ports.js';
 import type { Runtime } from '../../../src/api.js';
 import { createAapTransport, type AapAgentConfig } from '../../../src/transports/aap/index.js';
+import { PART_BOUNDARY } from '../../../src/transports/aap/projector.js';
 import { startServer, type RunningServer } from '../../../src/transports/server.js';
 import type { Authenticate } from '../../../src/transports/types.js';
 import { createTravelDesk, travelDeskScript, type TravelDesk } from '../../../examples/travel-desk/app.js';
@@ -121,29 +122,36 @@ export function user(text: string, stream: 'delta' | 'message' | 'none' = 'none'
 }
 
 /** Text of a turn in any mode: concatenated text deltas, text events, or assistant text. */
+/**
+ * The text of a turn as a client shows it: delta mode concatenates the deltas (the boundary
+ * between parts is in the stream); message mode and none join the separate messages with the
+ * same boundary. The three are equal for one turn (aap:content:same-across-modes).
+ */
 export function textOf(r: TurnResult): string {
   if (r.events.length > 0) {
-    return r.events.map((e) => (e.event === 'text_delta' ? e.data.delta : e.event === 'text' ? e.data.text : '')).join('');
+    if (r.events.some((e) => e.event === 'text_delta')) return r.events.map((e) => (e.event === 'text_delta' ? e.data.delta : '')).join('');
+    return r.events.filter((e) => e.event === 'text').map((e) => e.data.text).join(PART_BOUNDARY);
   }
-  let s = '';
+  const texts: string[] = [];
   for (const m of r.json.messages) {
     if (m.role !== 'assistant') continue;
-    if (typeof m.content === 'string') s += m.content;
-    else for (const b of m.content) if (b.type === 'text') s += b.text;
+    if (typeof m.content === 'string') texts.push(m.content);
+    else for (const b of m.content) if (b.type === 'text') texts.push(b.text);
   }
-  return s;
+  return texts.join(PART_BOUNDARY);
 }
 
 export function thinkingOf(r: TurnResult): string {
   if (r.events.length > 0) {
-    return r.events.map((e) => (e.event === 'thinking_delta' ? e.data.delta : e.event === 'thinking' ? e.data.thinking : '')).join('');
+    if (r.events.some((e) => e.event === 'thinking_delta')) return r.events.map((e) => (e.event === 'thinking_delta' ? e.data.delta : '')).join('');
+    return r.events.filter((e) => e.event === 'thinking').map((e) => e.data.thinking).join(PART_BOUNDARY);
   }
-  let s = '';
+  const texts: string[] = [];
   for (const m of r.json.messages) {
     if (m.role !== 'assistant' || typeof m.content === 'string') continue;
-    for (const b of m.content) if (b.type === 'thinking') s += b.thinking;
+    for (const b of m.content) if (b.type === 'thinking') texts.push(b.thinking);
   }
-  return s;
+  return texts.join(PART_BOUNDARY);
 }
 
 /** The tool_use blocks / tool_call events of a turn, in order. */

@@ -74,6 +74,36 @@ describe('AapProjector', () => {
     ]);
   });
 
+  it('aap:delta:part-boundary — in delta mode a boundary delta goes before each part that follows another of its class (text or thinking); the first part and a part of the other class get none; an empty part sends nothing', () => {
+    const { items } = project(
+      [
+        part('a1', 0, 'ack', 'Looking up flights to Corfu.'),
+        delta('t1', 0, 'Compar', 'thinking'),
+        part('t1', 0, 'thinking', 'Comparing.'),
+        part('x1', 0, 'reasoning-trace', ''),
+        delta('r1', 0, 'I found', 'response'),
+        part('r1', 0, 'response', 'I found 2.'),
+        part('t2', 0, 'thinking', 'Done.'),
+      ],
+      'delta',
+    );
+    expect(items).toEqual([
+      { kind: 'text_delta', delta: 'Looking up flights to Corfu.' },
+      { kind: 'thinking_delta', delta: 'Compar' },
+      { kind: 'thinking_delta', delta: 'ing.' },
+      { kind: 'text_delta', delta: '\n\n' },
+      { kind: 'text_delta', delta: 'I found' },
+      { kind: 'text_delta', delta: ' 2.' },
+      { kind: 'thinking_delta', delta: '\n\n' },
+      { kind: 'thinking_delta', delta: 'Done.' },
+    ]);
+    // Whole mode keeps one item per part and needs no boundary.
+    expect(project([part('a1', 0, 'ack', 'A.'), part('r1', 0, 'response', 'B.')], 'whole').items).toEqual([
+      { kind: 'text', text: 'A.' },
+      { kind: 'text', text: 'B.' },
+    ]);
+  });
+
   it('aap:map:delta-retracted — the held deltas of a retracted call (part type not known yet) never go out', () => {
     const { items } = project(
       [

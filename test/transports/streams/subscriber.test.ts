@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createRegistries } from '../../../src/create-registries.js';
+import { createDelivery } from '../../../src/envelope/delivery.js';
 import { createEventCodec } from '../../../src/transports/streams/codec.js';
 import { BoundedSubscriber, FRAME_OVERHEAD, type Sink } from '../../../src/transports/streams/subscriber.js';
 import type { SessionEvent } from '../../../src/types.js';
@@ -31,7 +32,7 @@ class ManualSink implements Sink {
   }
 }
 
-const codec = createEventCodec(createRegistries().partTypes);
+const codec = createEventCodec(createDelivery(createRegistries().partTypes));
 const encode = (_sid: string, e: SessionEvent): Buffer => Buffer.from(JSON.stringify(e));
 
 function make(max: number, hwm: number, slack = 0) {

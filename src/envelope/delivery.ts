@@ -1,0 +1,204 @@
+/**
+ * Delivery: the part-type registry's rules applied once, for every transport (spec 001
+ * "Transport independence", spec 000 "Part types"). Transports consume these views and keep
+ * no rules of their own.
+ *
+ * Contract:
+ * - The rules of a part type are read from its registered metadata (canonical or consumer) the
+ *   first time it is asked for, then cached: a registered part type never changes.
+ * - A part type the registry does not know is delivered as it is: the respond() parser rejects
+ *   unregistered part types before anything is published.
+ * - `render-as-text` replaces a part by `{ text, metadata }` (see `renderPartText`); `attach`
+ *   and `deliver` pass it unchanged on envelope-shaped views (streaming, buffered, webhook).
+ * - Every view is pure: the same input gives the same output, and no input is mutated.
+ */
+import type { ChannelKind, DeliveryRule, PartTypeRegistryApi } from '../registries/types.js';
+import { assertNever, type Envelope, type Part, type SessionEvent } from '../types.js';
+import { renderPartText } from './render.js';
+
+/** When a streaming transport sends a part: as soon as it exists, or once it is complete. */
+export type Flush = 'at-once' | 'when-complete';
+
+/** How a text-only conversational transport (AAP) shows a part: text, thinking, or not at all. */
+export type TranscriptClass = 'text' | 'thinking' | undefined;
+
+/** Everything a transport needs to know about one part type. */
+export interface PartDelivery {
+  readonly partType: string;
+  readonly streaming: DeliveryRule;
+  readonly buffered: DeliveryRule;
+  readonly channels: Readonly<Record<ChannelKind, DeliveryRule>>;
+  /**
+   * `at-once` (streamingPreferred): its deltas and the part go out the moment they exist, and under
+   * backpressure a later part of the type supersedes it. `when-complete`: the part is delivered
+   * whole by its `part.received`; text deltas before it are previews a slow consumer may lose.
+   */
+  readonly flush: Flush;
+  /** Under backpressure the part may be dropped for a later one of its type (streaming-only parts). */
+  readonly supersedable: boolean;
+  readonly transcript: TranscriptClass;
+  readonly inEnvelope: boolean;
+  readonly serialisation: 'json' | 'text' | 'base64';
+}
+
+/** What buffered transports (A2A message/send, MCP, webhooks) receive at settlement. */
+export interface BufferedView {
+  /** The parts the buffered rules deliver, in order. */
+  parts: Part[];
+  /** The assembled envelope with those parts, when the turn settled with one. */
+  envelope?: Envelope;
+}
+
+export interface Delivery {
+  /** The rules of one part type; undefined for an unregistered one. */
+  of(partType: string): PartDelivery | undefined;
+  /** A part as the rule shows it: undefined when dropped, rendered when `render-as-text`. */
+  apply(part: Part, rule: DeliveryRule): Part | undefined;
+
+  /** The event as streaming transports (SSE, WebSocket) send it, or undefined when the rules drop it. */
+  streaming(event: SessionEvent): SessionEvent | undefined;
+  /** Whether the streaming rules drop this part type. */
+  streamingDrops(partType: string): boolean;
+  /** Whether any registered part type is dropped on streaming (untyped deltas must then wait for their type). */
+  streamingDropsAny(): boolean;
+
+  /** The transcript class of a part type: its registered `transcript`, or text for a streaming `render-as-text`. */
+  transcript(partType: string): TranscriptClass;
+
+  /**
+   * What buffered transports get at settlement: the envelope's parts by their buffered rule; for a
+   * turn that settled without an envelope, its parts that belong to no envelope (clarify, error).
+   */
+  buffered(settled: { envelope?: Envelope | undefined; parts: readonly Part[] }): BufferedView;
+}
+
+export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
+  const cache = new Map<string, PartDelivery>();
+  const filtered = new WeakMap<SessionEvent, SessionEvent>();
+  let dropsAnyFor = -1;
+  let dropsAnyValue = false;
+
+  const of = (partType: string): PartDelivery | undefined => {
+    let d = cache.get(partType);
+    if (d !== undefined) return d;
+    const def = partTypes.get(partType);
+    if (def === undefined) return undefined;
+    const m = def.meta;
+    const streaming = m.delivery.streaming;
+    d = Object.freeze({
+      partType,
+      streaming,
+      buffered: m.delivery.buffered,
+      channels: Object.freeze({
+        email: partTypes.deliveryFor(partType, 'email'),
+        sms: partTypes.deliveryFor(partType, 'sms'),
+        whatsapp: partTypes.deliveryFor(partType, 'whatsapp'),
+        webhook: partTypes.deliveryFor(partType, 'webhook'),
+      }),
+      flush: m.streamingPreferred ? 'at-once' : 'when-complete',
+      supersedable: !m.inEnvelope && m.delivery.buffered === 'drop' && streaming !== 'drop',
+      transcript: streaming === 'drop' ? undefined : (m.transcript ?? (streaming === 'render-as-text' ? 'text' : undefined)),
+      inEnvelope: m.inEnvelope,
+      serialisation: m.serialisation ?? (m.carries === 'text' ? 'text' : 'json'),
+    } satisfies PartDelivery);
+    cache.set(partType, d);
+    return d;
+  };
+
+  const apply = (part: Part, rule: DeliveryRule): Part | undefined => {
+    switch (rule) {
+      case 'drop':
+        return undefined;
+      case 'deliver':
+      case 'attach':
+        return part;
+      case 'render-as-text':
+        return part.data === undefined && part.text !== undefined ? part : { text: renderPartText(part), metadata: part.metadata };
+      default:
+        return assertNever(rule, 'delivery rule');
+    }
+  };
+
+  const streamingDrops = (partType: string): boolean => of(partType)?.streaming === 'drop';
+  const streamingPart = (part: Part): Part | undefined => {
+    const d = of(part.metadata.partType);
+    return d === undefined ? part : apply(part, d.streaming);
+  };
+  const applyAll = (parts: readonly Part[], target: 'streaming' | 'buffered'): Part[] => {
+    const out: Part[] = [];
+    for (const p of parts) {
+      const d = of(p.metadata.partType);
+      const shown = d === undefined ? p : apply(p, d[target]);
+      if (shown !== undefined) out.push(shown);
+    }
+    return out;
+  };
+
+  return {
+    of,
+    apply,
+    streamingDrops,
+    streamingDropsAny() {
+      const ids = partTypes.ids();
+      if (ids.length !== dropsAnyFor) {
+        dropsAnyFor = ids.length;
+        dropsAnyValue = ids.some(streamingDrops);
+      }
+      return dropsAnyValue;
+    },
+
+    streaming(event) {
+      switch (event.type) {
+        case 'part.received': {
+          const shown = streamingPart(event.part);
+          if (shown === event.part) return event;
+          if (shown === undefined) return undefined;
+          let f = filtered.get(event);
+          if (f === undefined) {
+            f = { ...event, part: shown };
+            filtered.set(event, f);
+          }
+          return f;
+        }
+        case 'part.delta':
+          return event.partType !== undefined && streamingDrops(event.partType) ? undefined : event;
+        case 'envelope.settled': {
+          const parts = event.envelope.parts;
+          let changed = false;
+          for (const p of parts) if (streamingPart(p) !== p) changed = true;
+          if (!changed) return event;
+          let f = filtered.get(event);
+          if (f === undefined) {
+            f = { ...event, envelope: { ...event.envelope, parts: applyAll(parts, 'streaming') } };
+            filtered.set(event, f);
+          }
+          return f;
+        }
+        case 'part.retracted':
+        case 'turn.started':
+        case 'turnState.changed':
+        case 'tool.called':
+        case 'tool.result':
+        case 'approval.requested':
+        case 'approval.resolved':
+        case 'actor.passed':
+        case 'model.usage':
+        case 'turn.settled':
+          return event;
+        default:
+          return assertNever(event, 'session event');
+      }
+    },
+
+    transcript(partType) {
+      return of(partType)?.transcript;
+    },
+
+    buffered(settled) {
+      // No envelope (clarifying, error): the parts outside envelopes (clarify, error) by their buffered rule.
+      if (settled.envelope === undefined) return { parts: applyAll(settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true), 'buffered') };
+      const parts = applyAll(settled.envelope.parts, 'buffered');
+      return { parts, envelope: { ...settled.envelope, parts } };
+    },
+  };
+}
