@@ -19,7 +19,7 @@ import type {
   Usage,
 } from './types.js';
 import type { Registries } from './registries/types.js';
-import type { ModelPort, SessionRecord, SessionStore } from './machines/ports.js';
+import type { ArtifactStore, ModelPort, SessionRecord, SessionStore } from './machines/ports.js';
 
 export interface SendOptions {
   principal?: Principal;
@@ -104,6 +104,8 @@ export interface RuntimeOptions {
   model: ModelPort;
   /** A second, faster model for llm-context translation (defaults to `model`). */
   contextModel?: ModelPort;
+  /** Where tools' artifacts are kept (default: in memory; `turnstate serve`: files under its data directory). */
+  artifacts?: ArtifactStore;
   store?: SessionStore;
   registries?: Registries;
   /** Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspector.inspect`). */

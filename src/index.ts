@@ -61,6 +61,9 @@ export {
   TurnStateRegistry,
   ToolRegistry,
   ActorRegistry,
+  SurfaceTemplateRegistry,
+  A2UI_BASIC_CATALOG_ID,
+  approvalKind,
   CANONICAL_PART_TYPES,
   CANONICAL_TURN_STATES,
 } from './registries/index.js';
@@ -78,6 +81,11 @@ export type {
   RegisteredTool,
   Registries,
   ToolContext,
+  ToolArtifacts,
+  ArtifactRef,
+  SurfaceTemplate,
+  SurfaceContext,
+  PartCheck,
   ToolDefinition,
   ToolHandler,
   TurnStateDefinition,
@@ -114,6 +122,9 @@ export type {
   SessionRecord,
   SessionStore,
   StepCommit,
+  ArtifactStore,
+  ArtifactRecord,
+  ArtifactPut,
 } from './machines/ports.js';
 
 // Router.
@@ -123,6 +134,10 @@ export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, Routed
 // Envelope.
 export { assembleEnvelope } from './envelope/assemble.js';
 export { produceLlmContext } from './envelope/llm-context.js';
+export { checkA2uiMessages, checkSurfaceData, A2UI_MIME_TYPE } from './envelope/a2ui.js';
+export type { A2uiProblem } from './envelope/a2ui.js';
+export { buildSurfaces, SurfaceTemplateError } from './envelope/surfaces.js';
+export type { SurfaceSource } from './envelope/surfaces.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';
@@ -133,6 +148,8 @@ export { createScriptedModel } from './models/scripted.js';
 export type { ScriptedModel } from './models/scripted.js';
 export type { ModelScript, ScriptRule, ScriptMatch, ScriptResponse, ScriptBlock } from './models/script.js';
 export { createMemoryStore } from './stores/memory.js';
+export { createMemoryArtifactStore } from './stores/artifacts-memory.js';
+export { createFileArtifactStore } from './stores/artifacts-fs.js';
 
 // Transport contracts.
 export type { Authenticate, AuthResult, HttpTransport } from './transports/types.js';

@@ -15,7 +15,7 @@ import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
-import type { SessionRecord, SessionStore } from './machines/ports.js';
+import type { ArtifactStore, SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -25,6 +25,9 @@ import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
+import { artifactPartCheck } from './envelope/artifacts.js';
+import { surfacePartCheck } from './envelope/surface-check.js';
+import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 
 export const DEFAULT_LIMITS: RuntimeLimits = {
   maxModelCallsPerTurn: 16,
@@ -36,6 +39,8 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
+  /** Where tools' artifacts are kept (`options.artifacts`, else in memory). */
+  readonly artifacts: ArtifactStore;
   /** Sessions currently live in memory (not passivated). */
   readonly liveSessions: number;
   /** Passivate every idle session now (what the idle timer does). */
@@ -90,6 +95,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
+  const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
@@ -139,7 +145,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     model: options.model,
     contextModel: options.contextModel ?? options.model,
     router,
-    parser: createRespondParser(registries),
+    parser: createRespondParser(registries, { partChecks: { 'a2ui-surface': surfacePartCheck, artifact: artifactPartCheck(artifacts) } }),
+    artifacts,
     catalog: createToolCatalog(registries),
     machine: getMachine,
     initialSnapshot,
@@ -220,6 +227,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     registries,
     store,
     router,
+    artifacts,
     get liveSessions() {
       return hosts.size;
     },
@@ -315,6 +323,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       hosts.clear();
       router.close();
       await store.close();
+      await artifacts.close?.();
     },
   };
   return runtime;

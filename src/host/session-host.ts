@@ -20,7 +20,7 @@ import type {
   TurnRef,
 } from '../api.js';
 import { ModelError, TurnstateError } from '../errors.js';
-import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
+import type { ArtifactStore, ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
 import type { SessionContext, SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
@@ -28,6 +28,9 @@ import { RESPOND_TOOL_NAME, createCompatTracker, isCompatTool, type CompatTracke
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { EventRouter } from '../router/router.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
+import { toolArtifacts } from '../envelope/artifacts.js';
+import { buildSurfaces } from '../envelope/surfaces.js';
+import { approvalKind } from '../registries/surface-templates.js';
 import type {
   AnswerResult,
   ApprovalRecord,
@@ -82,6 +85,8 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: SessionHost) => void;
+  /** Where tools store artifacts (`ctx.artifacts`); none: handlers get no `ctx.artifacts`. */
+  artifacts?: ArtifactStore;
 }
 
 export class SessionHost implements SessionHandle {
@@ -1022,7 +1027,12 @@ export class SessionHost implements SessionHandle {
     if (b.inputError) {
       return this.reject('respond:json:invalid', '', `the arguments were not valid JSON (${b.inputError}); send the whole call again`);
     }
-    const r = this.deps.parser.parse(b.input, { actor: actorDef.name, handoffs: actorDef.handoffs ?? [] });
+    const r = this.deps.parser.parse(b.input, {
+      actor: actorDef.name,
+      handoffs: actorDef.handoffs ?? [],
+      sessionId: this.id,
+      ...(this.record.tenantId !== undefined ? { tenantId: this.record.tenantId } : {}),
+    });
     if (r.ok && r.call.turnState === 'suspended') {
       return this.reject(
         'respond:suspended:runtime-only',
@@ -1147,6 +1157,7 @@ export class SessionHost implements SessionHandle {
           this.event(t.turnId, { type: 'tool.called', callId: u.id, tool: u.name, args: u.input, actor: actorName, side: 'server', scope: tool.scope, routing: tool.routing }),
           this.event(t.turnId, { type: 'approval.requested', approvalId, callId: u.id, tool: u.name, args: u.input, actor: actorName, policyResult: policy }),
           this.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:${approvalId}`, index: 0, part, turnState: 'suspended', actor: actorName }),
+          ...this.surfaceEvents(t, actorName, { kind: approvalKind(u.name), data: part.data, callId: u.id }, 'suspended'),
         );
         continue;
       }
@@ -1230,6 +1241,7 @@ export class SessionHost implements SessionHandle {
       turnId: t.turnId,
       callId: u.id,
       signal: NEVER_ABORTED,
+      ...(this.deps.artifacts ? { artifacts: toolArtifacts(this.deps.artifacts, this.id, this.record.tenantId) } : {}),
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),
@@ -1253,9 +1265,23 @@ export class SessionHost implements SessionHandle {
     const mailbox: MailboxEntry[] = [{ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, content: d.llmContent, isError: d.isError }];
     if (d.data !== undefined && !d.isError) mailbox.push({ kind: 'data', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, data: d.data });
     await this.commit({
-      events: [this.event(t.turnId, { type: 'tool.result', callId: u.id, tool: u.name, view: d.uiView, isError: d.isError })],
+      events: [
+        this.event(t.turnId, { type: 'tool.result', callId: u.id, tool: u.name, view: d.uiView, isError: d.isError }),
+        ...(d.dataKind !== undefined ? this.surfaceEvents(t, actorName, { kind: d.dataKind, data: d.data, callId: u.id }, this.published) : []),
+      ],
       mailbox,
       executions: [d.execution],
+    });
+  }
+
+  /** The a2ui-surface parts the surface templates build for a data record (docs/concepts/surfaces.md), as part.received events. */
+  private surfaceEvents(t: ActiveTurn, actorName: string, s: { kind: string; data: unknown; callId: string }, turnState: string): SessionEvent[] {
+    if (!this.deps.registries.surfaceTemplates.has(s.kind)) return [];
+    const { parts, errors } = buildSurfaces(this.deps.registries.surfaceTemplates, [{ ...s, sessionId: this.id, turnId: t.turnId }]);
+    for (const e of errors) process.emitWarning(e);
+    return parts.map((part, index) => {
+      t.parts.push(part);
+      return this.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:surface:${s.callId}`, index, part, turnState, actor: actorName });
     });
   }
 

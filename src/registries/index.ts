@@ -4,6 +4,7 @@
  */
 import { ActorRegistry } from './actors.js';
 import { PartTypeRegistry } from './part-types.js';
+import { SurfaceTemplateRegistry } from './surface-templates.js';
 import { ToolRegistry } from './tools.js';
 import { TurnStateRegistry } from './turn-states.js';
 import type { Registries } from './types.js';
@@ -15,6 +16,7 @@ export function createRegistries(): Registries {
     turnStates: new TurnStateRegistry(partTypes),
     tools: new ToolRegistry(),
     actors: new ActorRegistry(),
+    surfaceTemplates: new SurfaceTemplateRegistry(),
   };
 }
 
@@ -28,6 +30,7 @@ export {
   PART_TYPE_ID,
   validatePartTypeMeta,
 } from './part-types.js';
+export { SurfaceTemplateRegistry, A2UI_BASIC_CATALOG_ID, DATA_KIND, approvalKind } from './surface-templates.js';
 export { ToolRegistry, MIN_EXPLANATION_LENGTH, RESERVED_TOOL_NAMES, TOOL_NAME, placeholderProblem } from './tools.js';
 export {
   TurnStateRegistry,
