@@ -47,7 +47,16 @@ const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' &
 const seg = (s: string | number): string => String(s).replace(/~/g, '~0').replace(/\//g, '~1');
 const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${seg(p)}`).join('');
 
-function issueProblem(base: string, issue: ZodIssue): A2uiProblem {
+function valueAt(root: unknown, path: readonly (string | number)[]): unknown {
+  let v = root;
+  for (const k of path) v = v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
+  return v;
+}
+
+function issueProblem(base: string, issue: ZodIssue, root: unknown): A2uiProblem {
+  if (issue.code === 'invalid_union' && valueAt(root, issue.path) === undefined) {
+    return { path: pointer(base, issue.path), message: 'is required' };
+  }
   if (issue.code === 'unrecognized_keys') {
     const key = issue.keys[0] ?? '';
     const what = issue.keys.length === 1 ? `unknown property ${JSON.stringify(key)}` : `unknown properties ${issue.keys.map((k) => JSON.stringify(k)).join(', ')}`;
@@ -95,7 +104,7 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     const key = keys[0]!;
     const r = MESSAGE_SCHEMAS[key]!.safeParse(m);
     if (!r.success) {
-      for (const issue of r.error.issues) if (out.length < MAX_PROBLEMS) out.push(issueProblem(at, issue));
+      for (const issue of r.error.issues) if (out.length < MAX_PROBLEMS) out.push(issueProblem(at, issue, m));
       continue;
     }
     const body = m[key] as Obj;
@@ -125,7 +134,7 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
   if (out.length === 0 && !listOk) {
     // The per-message schemas agree with the list schema; keep its verdict if they ever do not.
     const r = A2uiMessageListSchema.safeParse(messages);
-    if (!r.success) for (const issue of r.error.issues) out.push(issueProblem(base, issue));
+    if (!r.success) for (const issue of r.error.issues) out.push(issueProblem(base, issue, messages));
   }
   return out;
 }
@@ -139,7 +148,7 @@ function checkComponent(c: Obj, at: string, out: A2uiProblem[]): void {
     return;
   }
   const r = api.schema.safeParse(props);
-  if (!r.success) for (const issue of r.error.issues) if (out.length < MAX_PROBLEMS) out.push(issueProblem(at, issue));
+  if (!r.success) for (const issue of r.error.issues) if (out.length < MAX_PROBLEMS) out.push(issueProblem(at, issue, props));
 }
 
 /** Problems of an `a2ui-surface` part's data (`{ messages: [...] }`), paths from the data. */

@@ -74,7 +74,7 @@ export function buildSurfaces(
     }
     parts.push({
       data: { messages: messages as unknown[] },
-      metadata: { partType: 'a2ui-surface', mimeType: A2UI_MIME_TYPE, surfaceId: ctx.surfaceId, kind: s.kind, source: 'template' },
+      metadata: { partType: 'a2ui-surface', mimeType: A2UI_MIME_TYPE, surfaceId: ctx.surfaceId, kind: s.kind, callId: s.callId, source: 'template' },
     });
   }
   return { parts, errors };

@@ -18,6 +18,10 @@ export const A2UI_BASIC_CATALOG_ID = 'https://a2ui.org/specification/v0_9/catalo
 /** Data kinds: a letter, then letters, digits, '.', '_', ':' or '-', at most 128 characters. */
 export const DATA_KIND = /^[a-zA-Z][a-zA-Z0-9._:-]{0,127}$/;
 
+/** Action names a surface's buttons use to answer the approval named by `context.approvalId`. */
+export const SURFACE_APPROVE_ACTION = 'approve';
+export const SURFACE_DENY_ACTION = 'deny';
+
 /** The data kind of a pending approval of `tool`: a template registered for it renders the approval-request. */
 export function approvalKind(tool: string): string {
   return `approval:${tool}`;
