@@ -20,7 +20,6 @@ import {
   UpdateDataModelMessageSchema,
 } from '@a2ui/web_core/v0_9';
 import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
-import type { ZodIssue, ZodTypeAny } from 'zod';
 import { A2UI_BASIC_CATALOG_ID } from '../registries/surface-templates.js';
 
 export interface A2uiProblem {
@@ -32,7 +31,11 @@ export interface A2uiProblem {
 /** The MIME type of A2UI messages (v0.9.1; v0.9 said `application/json+a2ui`). */
 export const A2UI_MIME_TYPE = 'application/a2ui+json';
 
-const MESSAGE_SCHEMAS: Readonly<Record<string, ZodTypeAny>> = {
+/** A zod issue as web_core's schemas report it (zod itself is web_core's dependency, not ours). */
+type ZodIssue = NonNullable<ReturnType<typeof A2uiMessageListSchema.safeParse>['error']>['issues'][number];
+type Schema = { safeParse(v: unknown): { success: true } | { success: false; error: { issues: ZodIssue[] } } };
+
+const MESSAGE_SCHEMAS: Readonly<Record<string, Schema>> = {
   createSurface: CreateSurfaceMessageSchema,
   updateComponents: UpdateComponentsMessageSchema,
   updateDataModel: UpdateDataModelMessageSchema,

@@ -8,7 +8,7 @@ import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
 import { describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { checkA2uiMessages, checkSurfaceData } from '../../src/envelope/a2ui.js';
-import { routeSurfaceAction } from '../../src/envelope/surface-actions.js';
+import { routeSurfaceAction } from '../../src/registries/surface-actions.js';
 import { buildSurfaces, SurfaceTemplateError } from '../../src/envelope/surfaces.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { A2UI_BASIC_CATALOG_ID, SurfaceTemplateRegistry } from '../../src/registries/surface-templates.js';

@@ -7,7 +7,7 @@
  * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
  * every reply to that frame echoes it.
  */
-import type { SurfaceAction } from '../../envelope/surface-actions.js';
+import type { SurfaceAction } from '../../registries/surface-actions.js';
 import type { SessionEvent } from '../../types.js';
 
 export const SUBPROTOCOL = 'turnstate.v1';

@@ -16,7 +16,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { routeSurfaceAction } from '../../envelope/surface-actions.js';
+import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal } from '../../types.js';
 import { ANONYMOUS_PRINCIPAL } from '../http.js';
@@ -310,7 +310,7 @@ class WsConnection implements StreamConnection {
     }
   }
 
-  /** A surface click: an approval answer or a follow-up message (envelope/surface-actions.ts). */
+  /** A surface click: an approval answer or a follow-up message (registries/surface-actions.ts). */
   private async action(frame: Extract<ClientFrame, { type: 'action' }>): Promise<void> {
     const route = routeSurfaceAction(frame.action);
     if (route.kind === 'approval') {

@@ -7,7 +7,7 @@
  * action is a follow-up message to the session: one line naming the action and its surface,
  * then the context as JSON, so the model sees exactly what was clicked.
  */
-import { SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION } from '../registries/surface-templates.js';
+import { SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION } from './surface-templates.js';
 
 export interface SurfaceAction {
   name: string;
