@@ -25,6 +25,7 @@ import { createMemoryStore } from '../stores/memory.js';
 import type { ApprovalRecord, ClientTool, Envelope, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
 import { diffSessions, type PathDiff } from './diff.js';
 import { inferSetup } from './infer.js';
+import { recordedArtifacts } from './artifacts.js';
 import { extractPath, type SessionPath } from './path.js';
 import { createRecordedModel, readRecording, type Recording } from './recording.js';
 
@@ -169,6 +170,7 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
   const rt = createRuntime({
     model: options.model ?? recordedModel!,
     store: replayStore,
+    artifacts: recordedArtifacts(rec),
     registries,
     newId: recordedIds(rec),
     ...(options.limits ? { limits: options.limits } : {}),

@@ -11,6 +11,8 @@ import type { ArtifactRef } from '../../src/registries/types.js';
 import type { ArtifactStore } from '../../src/machines/ports.js';
 import { createFileArtifactStore } from '../../src/stores/artifacts-fs.js';
 import { createMemoryArtifactStore } from '../../src/stores/artifacts-memory.js';
+import { replaySession } from '../../src/replay/index.js';
+import { createMemoryStore } from '../../src/stores/memory.js';
 import { createArtifactsTransport } from '../../src/transports/artifacts.js';
 import { startServer } from '../../src/transports/server.js';
 import type { Authenticate } from '../../src/transports/types.js';
@@ -20,7 +22,7 @@ const CSV = 'flight,price\nTS205,42\nTS101,94\n';
 const CSV_BYTES = Buffer.byteLength(CSV);
 
 /** A travel-desk-like runtime: `export_fares` writes a CSV artifact; the actor refers to it by the id it got back. */
-function setup(artifactPart: (id: string) => Record<string, unknown>, opts: { artifacts?: ArtifactStore } = {}) {
+function setup(artifactPart: (id: string) => Record<string, unknown>, opts: { artifacts?: ArtifactStore; store?: ReturnType<typeof createMemoryStore> } = {}) {
   const script = {
     rules: [
       { when: { on: 'user' as const }, respond: answer(toolUse('export_fares', {})) },
@@ -31,9 +33,10 @@ function setup(artifactPart: (id: string) => Record<string, unknown>, opts: { ar
       { when: { on: 'rejection' as const }, respond: answer(respond([part('response', 'I could not attach the file.')], 'complete')) },
     ],
   };
-  const h = harness(script, opts.artifacts ? { artifacts: opts.artifacts } : {});
+  const h = harness(script, { ...(opts.artifacts ? { artifacts: opts.artifacts } : {}), ...(opts.store ? { store: opts.store } : {}) });
   const refs: ArtifactRef[] = [];
-  h.rt.registries.tools.register({
+  const register = (registries: typeof h.rt.registries) => {
+  registries.tools.register({
     name: 'export_fares',
     description: 'Exports the fares as CSV.',
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
@@ -44,8 +47,10 @@ function setup(artifactPart: (id: string) => Record<string, unknown>, opts: { ar
       return ref;
     },
   });
-  h.rt.registries.actors.register({ name: 'desk', system: 'x', tools: ['export_fares'] });
-  return { ...h, refs };
+  registries.actors.register({ name: 'desk', system: 'x', tools: ['export_fares'] });
+  };
+  register(h.rt.registries);
+  return { ...h, refs, register };
 }
 
 describe('artifacts: produced by tools, referenced by parts, served over HTTP', () => {
@@ -105,6 +110,18 @@ describe('artifacts: produced by tools, referenced by parts, served over HTTP', 
     await (await s.send('export the fares')).settled;
     const rejection = (await s.mailbox()).find((m) => m.kind === 'tool_result' && m.tool === 'respond' && m.isError);
     expect(rejection?.kind === 'tool_result' && rejection.content).toContain(`/parts/1/data/artifactId: no artifact "${other.artifactId}" exists`);
+    await rt.close();
+  });
+
+  it('artifacts:replay — a recorded session whose actor referred to an artifact replays identically (the replay knows the artifacts the recording named; no tool runs)', async () => {
+    const store = createMemoryStore();
+    const { rt, register } = setup((id) => ({ artifactId: id, mimeType: 'text/csv', sizeBytes: CSV_BYTES }), { store });
+    const s = await rt.createSession({ actor: 'desk', tenantId: 'acme' });
+    await (await s.send('export the fares')).settled;
+    const r = await replaySession(store, s.id, { setup: register });
+    expect(r.diff.differences).toEqual([]);
+    expect(r.diff.identical).toBe(true);
+    expect(r.events.some((e) => e.type === 'part.received' && e.part.metadata.partType === 'artifact')).toBe(true);
     await rt.close();
   });
 
