@@ -26,6 +26,7 @@ import type { ApprovalRecord, ClientTool, Envelope, ExecutionRecord, MailboxEntr
 import { diffSessions, type PathDiff } from './diff.js';
 import { inferSetup } from './infer.js';
 import { recordedArtifacts } from './artifacts.js';
+import { registerRecordedSurfaces } from './surfaces.js';
 import { extractPath, type SessionPath } from './path.js';
 import { createRecordedModel, readRecording, type Recording } from './recording.js';
 
@@ -166,6 +167,7 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
   const registries = createRegistries();
   const setup = options.setup ?? inferSetup(rec);
   await setup(replayRegistries(registries, results));
+  registerRecordedSurfaces(registries.surfaceTemplates, rec);
   const replayStore = createMemoryStore();
   const rt = createRuntime({
     model: options.model ?? recordedModel!,

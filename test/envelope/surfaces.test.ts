@@ -12,6 +12,8 @@ import { routeSurfaceAction } from '../../src/registries/surface-actions.js';
 import { buildSurfaces, SurfaceTemplateError } from '../../src/envelope/surfaces.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { A2UI_BASIC_CATALOG_ID, SurfaceTemplateRegistry } from '../../src/registries/surface-templates.js';
+import type { SessionStore } from '../../src/machines/ports.js';
+import { replaySession } from '../../src/replay/index.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { Part, SessionEvent } from '../../src/types.js';
 import { answer, dataPart, harness, part, respond } from '../runtime/helpers.js';
@@ -153,7 +155,7 @@ describe('surfaces: an actor\'s a2ui-surface parts are checked by respond()', ()
 });
 
 describe('surfaces: the travel desk', () => {
-  async function deskRun(): Promise<{ events: SessionEvent[]; desk: ReturnType<typeof createTravelDesk> }> {
+  async function deskRun(): Promise<{ events: SessionEvent[]; desk: ReturnType<typeof createTravelDesk>; store: SessionStore; sessionId: string }> {
     const rt = createRuntime({ model: createScriptedModel(travelDeskScript()) });
     const desk = createTravelDesk(rt);
     const s = await rt.createSession({ actor: 'triage' });
@@ -171,8 +173,7 @@ describe('surfaces: the travel desk', () => {
     await s.answerApproval(route.kind === 'approval' ? route.approvalId : '', { approved: true }, { userId: 'u' }, 'test');
     await s.idle();
     const all = await rt.store.readEvents(s.id, 0);
-    await rt.close();
-    return { events: all, desk };
+    return { events: all, desk, store: rt.store, sessionId: s.id };
   }
 
   it('surfaces:desk:built — a search result (kind flights) and a pending booking (approval:book_flight) each publish an a2ui-surface part; the booking surface shows the flight with Approve and Deny, and approving runs the booking', async () => {
@@ -201,5 +202,13 @@ describe('surfaces: the travel desk', () => {
     }
     expect(emitted.length).toBeGreaterThanOrEqual(2);
     for (const p of emitted) officialVerdict(p.data!.messages as unknown[]);
+  });
+
+  it('surfaces:replay — a recorded travel desk session replays identically without the app\'s templates: the replay serves each call\'s recorded surface', async () => {
+    const { store, sessionId } = await deskRun();
+    const r = await replaySession(store, sessionId);
+    expect(r.diff.differences).toEqual([]);
+    const kinds = (events: readonly SessionEvent[]) => events.flatMap((e) => (e.type === 'part.received' && e.part.metadata.partType === 'a2ui-surface' ? [e.part.metadata.kind] : []));
+    expect(kinds(r.events)).toEqual(['flights', 'approval:book_flight']);
   });
 });
