@@ -29,6 +29,19 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
     await writeFile(tmp, data, { flag: 'wx' });
     await rename(tmp, path);
   };
+  const head = (id: string): ArtifactRecord | undefined => {
+    if (typeof id !== 'string' || !ARTIFACT_ID.test(id)) return undefined;
+    const hit = cache.get(id);
+    if (hit) return hit;
+    let record: ArtifactRecord;
+    try {
+      record = JSON.parse(readFileSync(join(dir, `${id}.json`), 'utf8')) as ArtifactRecord;
+    } catch {
+      return undefined;
+    }
+    remember(record);
+    return record;
+  };
   return {
     kind: 'file',
     async put(input: ArtifactPut) {
@@ -38,21 +51,9 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
       remember(record);
       return record;
     },
-    head(id) {
-      if (typeof id !== 'string' || !ARTIFACT_ID.test(id)) return undefined;
-      const hit = cache.get(id);
-      if (hit) return hit;
-      let record: ArtifactRecord;
-      try {
-        record = JSON.parse(readFileSync(join(dir, `${id}.json`), 'utf8')) as ArtifactRecord;
-      } catch {
-        return undefined;
-      }
-      remember(record);
-      return record;
-    },
+    head,
     async read(id) {
-      if (typeof id !== 'string' || !ARTIFACT_ID.test(id) || this.head(id) === undefined) return undefined;
+      if (head(id) === undefined) return undefined;
       try {
         return new Uint8Array(await readFile(join(dir, `${id}.bin`)));
       } catch {
