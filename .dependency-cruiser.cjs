@@ -134,6 +134,7 @@ module.exports = {
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: {
+      exportsFields: ['exports'],
       conditionNames: ['turnstate-source', 'import', 'types', 'node', 'default'],
       extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'],
     },

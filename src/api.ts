@@ -129,6 +129,8 @@ export interface RuntimeOptions {
   model: ModelPort;
   /** A second, faster model for llm-context translation (defaults to `model`). */
   contextModel?: ModelPort;
+  /** Where tools' artifacts are kept (default: in memory; `turnstate serve`: files under its data directory). */
+  artifacts?: ArtifactStore;
   store?: SessionStore;
   registries?: Registries;
   /** Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspector.inspect`). */
@@ -285,3 +287,44 @@ export type SessionStoreReader = Pick<
   SessionStore,
   'kind' | 'getSession' | 'listSessions' | 'readEvents' | 'lastSeq' | 'readMailbox' | 'readExecutions' | 'loadSnapshot' | 'getApproval' | 'listApprovals'
 >;
+
+/* ------------------------------------------------------------------ artifact store port */
+
+/** What an artifact store keeps about one artifact (the bytes are read separately). */
+export interface ArtifactRecord {
+  /** `art_` + 128 random bits (base64url): unguessable, so ids cannot be probed. */
+  artifactId: string;
+  mimeType: string;
+  sizeBytes: number;
+  name?: string;
+  /** The session whose tool or embedder stored it. */
+  sessionId: string;
+  /** Only principals of this tenant may read it (absent: principals without a tenant). */
+  tenantId?: string;
+  createdAt: string;
+}
+
+export interface ArtifactPut {
+  data: Uint8Array;
+  mimeType: string;
+  name?: string;
+  sessionId: string;
+  tenantId?: string;
+}
+
+/**
+ * Binary assets that `artifact` parts refer to. Implementations: memory (tests, embedding) and
+ * the file system under the data directory (`turnstate serve`); one contract suite for both.
+ *
+ * Contract: `put` validates (mime type `type/subtype`, size within the store's limit) and
+ * resolves once the bytes are durable; the record is visible to `head` only after that. An
+ * artifact is immutable. `head` is synchronous because it runs inside respond() checking; it
+ * reads metadata only, never the bytes. An id of the wrong form is simply unknown.
+ */
+export interface ArtifactStore {
+  readonly kind: string;
+  put(input: ArtifactPut): Promise<ArtifactRecord>;
+  head(artifactId: string): ArtifactRecord | undefined;
+  read(artifactId: string): Promise<Uint8Array | undefined>;
+  close?(): MaybePromise<void>;
+}

@@ -6,6 +6,7 @@
 import { compileApprovalPolicy } from './approvals/policy.js';
 import { ActorRegistry } from './registries/actors.js';
 import { PartTypeRegistry } from './registries/part-types.js';
+import { SurfaceTemplateRegistry } from './registries/surface-templates.js';
 import { ToolRegistry } from './registries/tools.js';
 import { TurnStateRegistry } from './registries/turn-states.js';
 import type { Registries } from './registries/types.js';
@@ -17,5 +18,6 @@ export function createRegistries(): Registries {
     turnStates: new TurnStateRegistry(partTypes),
     tools: new ToolRegistry(compileApprovalPolicy),
     actors: new ActorRegistry(),
+    surfaceTemplates: new SurfaceTemplateRegistry(),
   };
 }

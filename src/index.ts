@@ -64,6 +64,9 @@ export {
   TurnStateRegistry,
   ToolRegistry,
   ActorRegistry,
+  SurfaceTemplateRegistry,
+  A2UI_BASIC_CATALOG_ID,
+  approvalKind,
   CANONICAL_PART_TYPES,
   CANONICAL_TURN_STATES,
 } from './registries/index.js';
@@ -83,6 +86,11 @@ export type {
   RegisteredTool,
   Registries,
   ToolContext,
+  ToolArtifacts,
+  ArtifactRef,
+  SurfaceTemplate,
+  SurfaceContext,
+  PartCheck,
   ToolDefinition,
   ToolHandler,
   TurnStateDefinition,
@@ -115,7 +123,7 @@ export { createActorMachine } from './machines/actor.machine.js';
 export { deriveHistory } from './machines/mailbox.js';
 
 // Ports (what an embedder plugs in) and the records a store keeps.
-export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader } from './api.js';
+export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader, ArtifactStore, ArtifactRecord, ArtifactPut } from './api.js';
 export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from './types.js';
 
 // Router.
@@ -135,6 +143,10 @@ export type { ReasoningTraces } from './envelope/reasoning.js';
 export { produceLlmContext } from './envelope/llm-context.js';
 export { agentCard, partTypesOf, PARTS_EXTENSION_URI } from './envelope/agent-card.js';
 export type { AgentCard, AgentCardOverrides, AgentExtension, AgentInterface, AgentSkill } from './envelope/agent-card.js';
+export { checkA2uiMessages, checkSurfaceData, A2UI_MIME_TYPE } from './envelope/a2ui.js';
+export type { A2uiProblem } from './envelope/a2ui.js';
+export { buildSurfaces, SurfaceTemplateError } from './envelope/surfaces.js';
+export type { SurfaceSource } from './envelope/surfaces.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';
@@ -145,6 +157,8 @@ export { createScriptedModel } from './models/scripted.js';
 export type { ScriptedModel } from './models/scripted.js';
 export type { ModelScript, ScriptRule, ScriptMatch, ScriptResponse, ScriptBlock } from './models/script.js';
 export { createMemoryStore } from './stores/memory.js';
+export { createMemoryArtifactStore } from './stores/artifacts-memory.js';
+export { createFileArtifactStore } from './stores/artifacts-fs.js';
 
 // Transport contracts.
 export type { Authenticate, AuthResult, HttpTransport } from './transports/types.js';

@@ -16,6 +16,7 @@ import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
+import type { ArtifactStore } from './api.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -30,9 +31,14 @@ import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
 import type { PartTypeRegistryApi } from './registries/types.js';
 import { REASONING_TRACES } from './envelope/reasoning.js';
+import { artifactPartCheck } from './envelope/artifacts.js';
+import { surfacePartCheck } from './envelope/surface-check.js';
+import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
+  /** Where tools' artifacts are kept (`options.artifacts`, else in memory). */
+  readonly artifacts: ArtifactStore;
   /** Sessions currently live in memory (not passivated). */
   readonly liveSessions: number;
   /** Passivate every idle session now (what the idle timer does). */
@@ -94,6 +100,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   }
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
+  const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
@@ -139,7 +146,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     model: options.model,
     contextModel: options.contextModel ?? options.model,
     router,
-    parser: createRespondParser(registries),
+    parser: createRespondParser(registries, { partChecks: { 'a2ui-surface': surfacePartCheck, artifact: artifactPartCheck(artifacts) } }),
+    artifacts,
     catalog: createToolCatalog(registries),
     machine: getMachine,
     initialSnapshot,
@@ -221,6 +229,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     registries,
     store,
     router,
+    artifacts,
     get liveSessions() {
       return hosts.size;
     },
@@ -330,6 +339,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       hosts.clear();
       router.close();
       await store.close();
+      await artifacts.close?.();
     },
   };
   return runtime;

@@ -3,6 +3,8 @@
 // (subprotocol turnstate.v1). Every event carries its session seq: the page applies each seq
 // once and, after a dropped connection, resubscribes with resumeFrom = the last seq it applied,
 // so no part is lost or shown twice.
+// A2UI surfaces (a2ui-surface parts) render with @a2ui/lit from the bundle `npm run build:web`
+// makes (dist/surfaces.js); a click goes back over the same WebSocket as an `action` frame.
 
 const SESSION_KEY = 'turnstate.demo.session';
 const TOKEN_KEY = 'turnstate.demo.token';
@@ -35,6 +37,9 @@ const state = {
   reconnectTimer: 0,
   parts: new Map(),
   approvals: new Map(),
+  /** Approval cards and surfaces by the tool call they are about (a surface may carry the buttons). */
+  cardsByCall: new Map(),
+  surfacesByCall: new Map(),
   /** Signatures of the parts shown for the current turn (to add envelope-only parts at settlement). */
   turnParts: new Set(),
   lastActor: 'agent',
@@ -43,6 +48,46 @@ const state = {
 /** Introspection for people and tests: what was rendered, in order. */
 const demo = { log: [], state };
 window.turnstateDemo = demo;
+
+/* ---------------------------------------------------------------- A2UI surfaces */
+
+/** The renderer, or null when the bundle is missing (the page then shows surfaces as data). */
+const surfaces = import('./dist/surfaces.js')
+  .then((m) => m.createSurfaceRenderer(onSurfaceAction))
+  .catch((e) => {
+    console.warn(`A2UI renderer not loaded (run npm run build:web): ${e.message}`);
+    return null;
+  });
+
+/** A click on a surface: the server decides what it means (an approval answer or a message). */
+function onSurfaceAction(action) {
+  const { name, surfaceId, sourceComponentId, context, timestamp } = action;
+  const frame = { type: 'action', sessionId: state.sessionId, action: { name, surfaceId, sourceComponentId, context: context ?? {} }, ref: `action:${surfaceId}` };
+  if (typeof timestamp === 'string') frame.action.timestamp = timestamp;
+  if (!send(frame)) showError('Not connected: try again in a moment.');
+}
+
+/** Mounts a surface part into `body` once the renderer is loaded (parts keep their order). */
+function renderSurface(body, part) {
+  const callId = part.metadata.callId;
+  if (callId) {
+    state.surfacesByCall.set(callId, body.closest('li'));
+    state.cardsByCall.get(callId)?.classList.add('has-surface');
+  }
+  surfaces.then((renderer) => {
+    let elements = null;
+    if (renderer) {
+      try {
+        elements = renderer.render(part.data.messages);
+      } catch (e) {
+        console.warn(`surface ${part.metadata.surfaceId ?? ''} not rendered: ${e.message}`);
+      }
+    }
+    body.replaceChildren(...(elements && elements.length ? elements : [renderData(part.data)]));
+    if (elements && elements.length) body.closest('li')?.classList.add('surface');
+    scrollDown();
+  });
+}
 
 /* ---------------------------------------------------------------- HTTP (AAP) */
 
@@ -267,6 +312,7 @@ function renderPart(ev) {
   const body = el.querySelector('.text');
   body.replaceChildren();
   if (typeof ev.part.text === 'string') body.textContent = ev.part.text;
+  else if (type === 'a2ui-surface' && Array.isArray(ev.part.data?.messages)) renderSurface(body, ev.part);
   else if (ev.part.data) body.append(renderData(ev.part.data));
   if (!el.querySelector('.who')) {
     const who = document.createElement('span');
@@ -291,6 +337,8 @@ function labelFor(type, actor) {
       return `${actor} · working`;
     case 'domain-data':
       return `${actor} · data`;
+    case 'a2ui-surface':
+      return `${actor} · view`;
     case 'clarify':
       return `${actor} · question`;
     case 'error':
@@ -363,6 +411,8 @@ function addApproval(ev) {
   if (state.approvals.has(ev.approvalId)) return;
   const card = els.approvalTemplate.content.firstElementChild.cloneNode(true);
   card.dataset.approvalId = ev.approvalId;
+  state.cardsByCall.set(ev.callId, card);
+  if (state.surfacesByCall.has(ev.callId)) card.classList.add('has-surface');
   card.querySelector('.tool').textContent = `${ev.actor} wants to run ${ev.tool}`;
   const dl = card.querySelector('.args');
   for (const [k, v] of Object.entries(ev.args ?? {})) {
@@ -395,7 +445,16 @@ function setCardBusy(card, busy) {
 function resolveApproval(ev) {
   const card = state.approvals.get(ev.approvalId);
   if (!card) return;
-  card.querySelector('.actions').remove();
+  // The surface of this approval (with its own buttons) is answered too: it no longer takes clicks.
+  for (const [callId, c] of state.cardsByCall) {
+    if (c !== card) continue;
+    const surface = state.surfacesByCall.get(callId);
+    if (surface) {
+      surface.inert = true;
+      surface.classList.add('answered');
+    }
+  }
+  card.querySelector('.actions')?.remove();
   const p = card.querySelector('.resolution');
   const who = ev.by?.userId ?? 'someone';
   p.textContent = `${ev.decision === 'approved' ? 'Approved' : 'Denied'} by ${who} (${ev.via})${ev.reason ? `: ${ev.reason}` : ''}`;

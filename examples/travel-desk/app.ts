@@ -7,12 +7,14 @@
  *   `supplierCost` is visible to the audit destination only) and books (`book_flight`:
  *   approval-gated, auto-approved when `args.totalCost < 50 && ctx.user.tier == 'trusted'`).
  * - `cancel_booking` always asks and refuses standing approvals (`trust: true` on AAP).
+ * - Surfaces (surfaces.ts): the flights found, and a pending booking with Approve / Deny.
  */
 import { readFileSync } from 'node:fs';
 import type { Runtime } from '../../src/api.js';
 import type { ModelScript } from '../../src/models/script.js';
 import { annotate } from '../../src/router/annotated.js';
 import type { EventRouter } from '../../src/router/router.js';
+import { registerTravelDeskSurfaces } from './surfaces.js';
 
 export interface Flight {
   id: string;
@@ -61,6 +63,9 @@ export function createTravelDesk(runtime: Runtime & { router?: EventRouter }): T
   const bookings = new Map<string, Booking>();
   const audit: AuditEntry[] = [];
   let nextRef = 1;
+  /** The last search of each session (the booking surface shows the flight being booked). */
+  const lastSearch = new Map<string, Flight[]>();
+  registerTravelDeskSurfaces(runtime.registries.surfaceTemplates, (sessionId, flightId) => lastSearch.get(sessionId)?.find((f) => f.id === flightId));
 
   // The audit destination sees fields annotated for it (supplierCost); the model and the UI do not.
   runtime.router?.filterAndDistribute.register({
@@ -82,8 +87,10 @@ export function createTravelDesk(runtime: Runtime & { router?: EventRouter }): T
     },
     scope: 'generalist',
     tags: ['read', 'flights'],
-    handler: (args) => {
+    handler: (args, ctx) => {
       const flights: Flight[] = FLIGHT_TEMPLATES.map((f) => ({ ...f, to: args.to, ...(args.from ? { from: args.from } : {}) }));
+      if (lastSearch.size >= 1000 && !lastSearch.has(ctx.sessionId)) lastSearch.delete(lastSearch.keys().next().value as string);
+      lastSearch.set(ctx.sessionId, flights);
       return annotate(
         { flights },
         { kind: 'flights', fields: { '/flights/*/supplierCost': ['audit'] } },

@@ -1,5 +1,5 @@
 /**
- * `turnstate serve`: the embedded default. A SQLite store in a data directory, the travel
+ * `turnstate serve`: the embedded default. A SQLite store and the artifacts in a data directory, the travel
  * desk app, the model (Claude when ANTHROPIC_API_KEY is set, else the ScriptedModel playing the
  * travel desk script or `--script`), AAP plus the SSE/WebSocket streams and the demo page on
  * one node:http server. Unfinished turns resume on start (`runtime.recover()`).
@@ -15,6 +15,8 @@ import type { ModelScript } from '../models/script.js';
 import { createScriptedModel } from '../models/scripted.js';
 import { createRuntime } from '../runtime.js';
 import { createSqliteStore } from '../stores/sqlite.js';
+import { createFileArtifactStore } from '../stores/artifacts-fs.js';
+import { createArtifactsTransport } from '../transports/artifacts.js';
 import { createAapTransport } from '../transports/aap/index.js';
 import { healthTransport, startServer, type RunningServer } from '../transports/server.js';
 import { createStreamsTransport } from '../transports/streams/index.js';
@@ -108,7 +110,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
 
   const dbPath = join(dataDir, 'turnstate.db');
   const store = createSqliteStore({ path: dbPath });
-  const runtime = createRuntime({ model, store });
+  const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
+  const runtime = createRuntime({ model, store, artifacts });
   const app = desk.createTravelDesk(runtime);
   const authenticate = opts.authenticate ?? authFromEnv(env['TURNSTATE_API_KEYS']);
 
@@ -117,6 +120,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const transports: HttpTransport[] = [
     healthTransport(),
     createAapTransport({ runtime, authenticate, agents: app.agents }),
+    createArtifactsTransport({ artifacts, authenticate }),
     createStreamsTransport({
       runtime,
       authenticate,
@@ -133,7 +137,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   }
   log(`turnstate serve`);
   log(`  model:          ${modelName}`);
-  log(`  data directory: ${dataDir} (SQLite ${dbPath})`);
+  log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
   log(`  agents:         ${app.agents.map((a) => a.name).join(', ')}`);
   if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
   log(`  AAP:            ${server.url}/meta`);

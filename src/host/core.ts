@@ -4,7 +4,7 @@
  * does one job with it; the session facade (session-host.ts) owns it.
  */
 import type { RuntimeLimits, SendOptions } from '../api.js';
-import type { ModelPort, SessionRecord, SessionStore } from '../machines/ports.js';
+import type { ArtifactStore, ModelPort, SessionRecord, SessionStore } from '../machines/ports.js';
 import type { SessionMachine } from '../machines/session.machine.js';
 import type { Registries } from '../registries/types.js';
 import type { RespondParser } from '../respond/index.js';
@@ -38,6 +38,8 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: { lastActive: number }) => void;
+  /** Where tools store artifacts (`ctx.artifacts`); none: handlers get no `ctx.artifacts`. */
+  artifacts?: ArtifactStore;
   /** What becomes of the model's thinking: kept, redacted or dropped (absent: kept). */
   reasoningTraces?: ReasoningTraces;
 }
@@ -59,4 +61,9 @@ export interface HostCore {
 /** The principal a turn acts for: the send's, else the message's. */
 export function principalOf(t: { opts: SendOptions; input: { principal?: Principal } }): Principal | undefined {
   return t.opts.principal ?? t.input.principal;
+}
+
+/** Who a respond() call's content checks run for (artifact references are tenant-scoped). */
+export function sessionOf(core: HostCore): { sessionId: string; tenantId?: string } {
+  return core.record.tenantId !== undefined ? { sessionId: core.id, tenantId: core.record.tenantId } : { sessionId: core.id };
 }

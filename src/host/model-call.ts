@@ -23,7 +23,7 @@ import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
 import type { ContentBlock, MailboxEntry, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
-import type { HostCore } from './core.js';
+import { sessionOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
 import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
 
@@ -154,7 +154,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
           if (b.type === 'tool_use') {
             streams.get(ev.index)?.parser.end();
             if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
-              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef), content: RESPOND_OK } : compatCall(t, b, actorDef);
+              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef, sessionOf(core)), content: RESPOND_OK } : compatCall(t, b, actorDef);
               const call = order.add(b, result, ok);
               // A progress call applies at once: its parts reach subscribers now.
               if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);

@@ -12,7 +12,7 @@ import { RESPOND_TOOL_NAME, type RespondResult } from '../respond/index.js';
 import { parseRespondBlock } from '../respond/ordering.js';
 import { applyResolution } from './approval-answers.js';
 import { replayCompatTurn } from './compat-turn.js';
-import type { HostCore } from './core.js';
+import { sessionOf, type HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
 import { boundsOf, partEvents } from './model-call.js';
 import { dispatchTools } from './tool-dispatch.js';
@@ -146,7 +146,7 @@ function unappliedChange(core: HostCore, t: ActiveTurn, mailbox: readonly Mailbo
     const ack = mailbox.find((m) => m.kind === 'tool_result' && m.callId === b.id);
     if (!ack || (ack.kind === 'tool_result' && ack.isError)) continue;
     if (events.some((e) => e.type === 'part.received' && e.callId === b.id)) continue;
-    const r = parseRespondBlock(core.deps.parser, b, def);
+    const r = parseRespondBlock(core.deps.parser, b, def, sessionOf(core));
     // A call that keeps the actor working was applied as it arrived; only a change can be pending.
     if (r.ok && r.call.turnState !== core.machine.state()) return { actor: last.actor, callId: b.id, result: r };
   }

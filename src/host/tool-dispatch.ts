@@ -12,6 +12,9 @@
  *   `tool.called`, `approval.requested` and `approval-request` part commit after the runs.
  */
 import type { ApprovalRecord, MailboxEntry, Part, PolicyResult, SessionEvent, ToolUseBlock } from '../types.js';
+import { toolArtifacts } from '../envelope/artifacts.js';
+import { buildSurfaces } from '../envelope/surfaces.js';
+import { approvalKind } from '../registries/surface-templates.js';
 import type { RegisteredTool } from '../registries/types.js';
 import { principalOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
@@ -67,6 +70,7 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
         journal.event(t.turnId, { type: 'tool.called', callId: u.id, tool: u.name, args: u.input, actor: actorName, side: 'server', scope: tool.scope, routing: tool.routing }),
         journal.event(t.turnId, { type: 'approval.requested', approvalId, callId: u.id, tool: u.name, args: u.input, actor: actorName, policyResult: policy }),
         journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:${approvalId}`, index: 0, part, turnState: 'suspended', actor: actorName }),
+        ...surfaceEvents(core, t, actorName, { kind: approvalKind(u.name), data: part.data, callId: u.id }, 'suspended'),
       );
       continue;
     }
@@ -154,6 +158,7 @@ export async function runTool(
     turnId: t.turnId,
     callId: u.id,
     signal: NEVER_ABORTED,
+    ...(core.deps.artifacts ? { artifacts: toolArtifacts(core.deps.artifacts, core.id, core.record.tenantId) } : {}),
     ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
     ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
     ...(tenantId !== undefined ? { tenantId } : {}),
@@ -177,5 +182,18 @@ export async function runTool(
   const batch = new OutcomeBatch(journal, at).add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content: d.llmContent, isError: d.isError, view: d.uiView });
   const mailbox: MailboxEntry[] = batch.mailbox;
   if (d.data !== undefined && !d.isError) mailbox.push({ kind: 'data', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, data: d.data });
+  if (d.dataKind !== undefined) for (const e of surfaceEvents(core, t, actorName, { kind: d.dataKind, data: d.data, callId: u.id }, core.machine.state())) batch.events.push(e);
   await journal.commit({ events: batch.events, mailbox, executions: [d.execution] });
+}
+
+/** The a2ui-surface parts the surface templates build for a data record (docs/concepts/surfaces.md), as part.received events. */
+function surfaceEvents(core: HostCore, t: ActiveTurn, actorName: string, s: { kind: string; data: unknown; callId: string }, turnState: string): SessionEvent[] {
+  const templates = core.deps.registries.surfaceTemplates;
+  if (!templates.has(s.kind)) return [];
+  const { parts, errors } = buildSurfaces(templates, [{ ...s, sessionId: core.id, turnId: t.turnId }]);
+  for (const e of errors) process.emitWarning(e);
+  return parts.map((part, index) => {
+    t.parts.push(part);
+    return core.journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:surface:${s.callId}`, index, part, turnState, actor: actorName });
+  });
 }

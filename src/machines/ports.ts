@@ -3,5 +3,5 @@
  * API (embedders implement them): defined in api.ts (the ports) and types.ts (the records a store
  * keeps); the implementations live in models/ and stores/ and are wired in runtime.ts.
  */
-export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader } from '../api.js';
+export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader, ArtifactStore, ArtifactRecord, ArtifactPut } from '../api.js';
 export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from '../types.js';

@@ -116,7 +116,8 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     serialisation: 'text',
   },
   'a2ui-surface': {
-    description: 'A2UI createSurface / updateDataModel / updateComponents messages for a peer UI.',
+    description:
+      'A2UI v0.9 UI for a client: data { messages: [...] }, each message { version: "v0.9" } plus exactly one of createSurface / updateComponents / updateDataModel, components from the basic catalog bound to the data model by JSON Pointer.',
     streamingPreferred: false,
     dataBearing: true,
     delivery: { streaming: 'deliver', buffered: 'deliver' },
@@ -127,7 +128,7 @@ export const CANONICAL_PART_TYPES: Readonly<Record<string, PartTypeMeta>> = {
     serialisation: 'json',
   },
   artifact: {
-    description: 'Reference to a binary asset (artifactId, mimeType, sizeBytes).',
+    description: 'Reference to a binary asset a tool stored: data { artifactId, mimeType, sizeBytes } exactly as the tool returned them.',
     streamingPreferred: false,
     dataBearing: true,
     delivery: { streaming: 'deliver', buffered: 'deliver' },

@@ -113,6 +113,8 @@ export interface ToolContext {
   /** Populated for calls resumed after approval. */
   approvalDecision?: { approvalId: string; decision: ApprovalDecision; by: Principal; via: string; reason?: string };
   signal: AbortSignal;
+  /** Stores artifacts of this session (present when the runtime has an artifact store, which it has by default). */
+  artifacts?: ToolArtifacts;
 }
 
 export type ToolHandler<A = any, R = unknown> = (args: A, ctx: ToolContext) => R | Promise<R>;
@@ -273,10 +275,85 @@ export interface ActorRegistryApi extends RegistryReader<ActorDefinition> {
   register(def: ActorDefinition): ActorDefinition;
 }
 
+/* ------------------------------------------------------------------ part content checks */
+
+/** Who emitted a part: what a part check may scope by. */
+export interface PartCheckContext {
+  actor: string;
+  sessionId?: string;
+  tenantId?: string;
+}
+
+/**
+ * A content check for the data of one part type (e.g. A2UI validity of an `a2ui-surface`, a
+ * known artifact for an `artifact`), run by the respond() parser. Synchronous and side-effect
+ * free; each problem's `path` is a JSON Pointer into the part's data. Runs only on parts that
+ * are otherwise well formed.
+ */
+export interface PartCheck {
+  /** The violation's rule id, e.g. `respond:a2ui-surface:valid`. */
+  rule: string;
+  check(data: unknown, ctx: PartCheckContext): readonly { path: string; message: string }[];
+}
+
+/* ------------------------------------------------------------------ surface templates */
+
+/** What a surface template is told besides the data (see docs/concepts/surfaces.md). */
+export interface SurfaceContext {
+  /** The surface id to create: unique per session and data record. */
+  surfaceId: string;
+  /** The A2UI basic catalog id to put in createSurface. */
+  catalogId: string;
+  /** The data kind the template was chosen for. */
+  kind: string;
+  sessionId: string;
+  turnId: string;
+  /** The tool call whose result (or whose pending approval) the data comes from. */
+  callId: string;
+}
+
+/**
+ * Turns one data kind's domain data into A2UI v0.9 server-to-client messages (an array of
+ * objects, each with `version` and exactly one of createSurface / updateComponents /
+ * updateDataModel / deleteSurface). Must be pure and synchronous; what it returns is validated
+ * before anything is published.
+ */
+export interface SurfaceTemplate {
+  /** The data kind: an AnnotatedRecord's `kind`, or `approval:<tool>` for a pending approval. */
+  kind: string;
+  description?: string;
+  build(data: unknown, ctx: SurfaceContext): readonly unknown[];
+}
+
+export interface SurfaceTemplateRegistryApi {
+  /** Throws a RegistrationError on a bad kind, a missing build function or a duplicate kind. */
+  register(template: SurfaceTemplate): SurfaceTemplate;
+  get(kind: string): SurfaceTemplate | undefined;
+  has(kind: string): boolean;
+  list(): readonly SurfaceTemplate[];
+}
+
+/* ------------------------------------------------------------------ artifacts (handler side) */
+
+/** What a tool handler gets back from `ctx.artifacts.put`: what an `artifact` part carries. */
+export interface ArtifactRef {
+  artifactId: string;
+  mimeType: string;
+  sizeBytes: number;
+  name?: string;
+}
+
+/** The artifact writer a tool handler sees (`ctx.artifacts`), scoped to its session and tenant. */
+export interface ToolArtifacts {
+  /** Stores the bytes (a string is stored as UTF-8) and returns the reference to put in an `artifact` part. */
+  put(input: { mimeType: string; data: Uint8Array | string; name?: string }): Promise<ArtifactRef>;
+}
+
 /** The registries of one runtime instance. */
 export interface Registries {
   partTypes: PartTypeRegistryApi;
   turnStates: TurnStateRegistryApi;
   tools: ToolRegistryApi;
   actors: ActorRegistryApi;
+  surfaceTemplates: SurfaceTemplateRegistryApi;
 }

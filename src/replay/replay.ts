@@ -25,6 +25,8 @@ import { createMemoryStore } from '../stores/memory.js';
 import type { ApprovalRecord, ClientTool, Envelope, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
 import { diffSessions, type PathDiff } from './diff.js';
 import { inferSetup } from './infer.js';
+import { recordedArtifacts } from './artifacts.js';
+import { registerRecordedSurfaces } from './surfaces.js';
 import { extractPath, type SessionPath } from './path.js';
 import { createRecordedModel, readRecording, type Recording } from './recording.js';
 
@@ -165,10 +167,12 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
   const registries = createRegistries();
   const setup = options.setup ?? inferSetup(rec);
   await setup(replayRegistries(registries, results));
+  registerRecordedSurfaces(registries.surfaceTemplates, rec);
   const replayStore = createMemoryStore();
   const rt = createRuntime({
     model: options.model ?? recordedModel!,
     store: replayStore,
+    artifacts: recordedArtifacts(rec),
     registries,
     newId: recordedIds(rec),
     ...(options.limits ? { limits: options.limits } : {}),

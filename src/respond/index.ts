@@ -3,7 +3,7 @@
  * ordered events or a rejection), the system-prompt snippet, and the spec 003 compatibility mode.
  */
 export { RESPOND_TOOL_NAME } from './types.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta } from './types.js';
+export type { PartCheck, RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta } from './types.js';
 export {
   buildRespondTool,
   respondJsonSchema,

@@ -22,11 +22,16 @@ export function rejectCall(rule: string, path: string, message: string): Respond
 }
 
 /** Parse one respond() block under the per-call rules (invalid JSON, runtime-only states). */
-export function parseRespondBlock(parser: RespondParser, b: ToolUseBlock, actor: ActorDefinition): RespondResult {
+export function parseRespondBlock(
+  parser: RespondParser,
+  b: ToolUseBlock,
+  actor: ActorDefinition,
+  session: { sessionId: string; tenantId?: string },
+): RespondResult {
   if (b.inputError) {
     return rejectCall(RespondRule.jsonInvalid, '', `the arguments were not valid JSON (${b.inputError}); send the whole call again`);
   }
-  const r = parser.parse(b.input, { actor: actor.name, handoffs: actor.handoffs ?? [] });
+  const r = parser.parse(b.input, { actor: actor.name, handoffs: actor.handoffs ?? [], ...session });
   if (r.ok && r.call.turnState === 'suspended') {
     return rejectCall(
       RespondRule.suspendedRuntimeOnly,

@@ -14,7 +14,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { Part } from '../types.js';
-import type { PartTypeDefinition, Registries, TurnStateDefinition, Violation } from '../registries/types.js';
+import type { PartCheck, PartTypeDefinition, Registries, TurnStateDefinition, Violation } from '../registries/types.js';
 import type { RespondCall, RespondContext, RespondEvent, RespondResult } from './types.js';
 import { generateRespondSchema, isStampCurrent, stampOf, type RegistryStamp } from './schema.js';
 
@@ -49,6 +49,8 @@ export interface RespondParser {
 export interface RespondParserOptions {
   /** At most this many violations are spelled out in the rejection message (all are in `violations`). Default 50. */
   maxMessageLines?: number;
+  /** Content checks by part type, run on each well-formed data part of that type (see PartCheck). */
+  partChecks?: Readonly<Record<string, PartCheck>>;
 }
 
 interface Compiled {
@@ -108,6 +110,7 @@ function withArticle(type: string): string {
 /** Builds a parser bound to one runtime's registries; it follows later registrations. */
 export function createRespondParser(registries: Registries, options: RespondParserOptions = {}): RespondParser {
   const maxLines = Math.max(1, options.maxMessageLines ?? 50);
+  const partChecks = new Map(Object.entries(options.partChecks ?? {}));
   const ajv = new Ajv({ allErrors: true, verbose: true, strict: true });
   let compiled: Compiled | undefined;
 
@@ -256,6 +259,11 @@ export function createRespondParser(registries: Registries, options: RespondPars
             out = add(out, `/parts/${i}/data`, RespondRule.carries, `'${pt as string}' parts carry text, not data; give the content as text`);
           } else if (ptDef.meta.carries === 'data' && hasText) {
             out = add(out, `/parts/${i}/text`, RespondRule.carries, `'${pt as string}' parts carry data, not text; give the content as data (an object)`);
+          } else if (hasData && partChecks.size > 0) {
+            const pc = partChecks.get(pt as string);
+            if (pc !== undefined) {
+              for (const p of pc.check(part.data, ctx)) out = add(out, `/parts/${i}/data${p.path}`, pc.rule, p.message);
+            }
           }
         }
         if (typeof text === 'string' && !NON_WHITESPACE.test(text)) {

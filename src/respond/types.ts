@@ -36,7 +36,12 @@ export interface RespondContext {
   actor: string;
   /** Handoff targets the calling actor declares. */
   handoffs: readonly string[];
+  /** The calling session and its tenant (what part checks such as the artifact check scope by). */
+  sessionId?: string;
+  tenantId?: string;
 }
+
+export type { PartCheck, PartCheckContext } from '../registries/types.js';
 
 /** A growing-text notification while a respond() call is still being written. */
 export interface PartDelta {

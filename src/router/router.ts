@@ -62,6 +62,8 @@ export interface ToolDispatch {
    * object/array result as it is.
    */
   data?: unknown;
+  /** The data's kind (an AnnotatedRecord's `kind`), when the result is data-bearing and has one. */
+  dataKind?: string;
   execution: ExecutionRecord;
 }
 
@@ -200,6 +202,7 @@ export class EventRouter {
     let llmView: unknown;
     let uiView: unknown;
     let data: unknown;
+    let dataKind: string | undefined;
     let llmContent = '';
     let logJson: string | undefined;
     if (error === undefined) {
@@ -225,6 +228,7 @@ export class EventRouter {
               uiView = filterView(result, 'ui-stream');
             }
             data = filterView(result, 'peer-response');
+            dataKind = result.dataKind;
           }
         } else {
           error = this.checkOutput(tool, result);
@@ -293,7 +297,10 @@ export class EventRouter {
     }
 
     const dispatch: ToolDispatch = { callId: ctx.callId, llmContent, uiView, isError, execution };
-    if (data !== undefined) dispatch.data = data;
+    if (data !== undefined) {
+      dispatch.data = data;
+      if (dataKind !== undefined) dispatch.dataKind = dataKind;
+    }
     return dispatch;
   }
 

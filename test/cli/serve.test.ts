@@ -3,7 +3,7 @@
  * plain fetch, stopped with SIGTERM, restarted on the same data directory.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,15 @@ describe('npm start', () => {
       const meta = await (await fetch(`${first.url}/meta`)).json();
       expect(meta.version).toBe(3);
       expect(meta.agents.map((a: any) => a.name)).toEqual(['triage']);
+      // Artifacts live under the data directory and are served at /artifacts/{id} (an unknown id is a 404).
+      expect(existsSync(join(dataDir, 'artifacts'))).toBe(true);
+      const missing = await fetch(`${first.url}/artifacts/art_AAAAAAAAAAAAAAAAAAAAAA`);
+      expect(missing.status).toBe(404);
+      expect((await missing.json()).error.code).toBe('artifact.not_found');
+      // npm start built the page's A2UI renderer first (prestart: npm run build:web).
+      const bundle = await fetch(`${first.url}/dist/surfaces.js`);
+      expect(bundle.status).toBe(200);
+      expect(bundle.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
       const created = await post(first.url, '/sessions', { agent: { name: 'triage', tools: [{ name: 'book_flight' }] } });
       expect(created.status).toBe(201);
       const sid = created.json.sessionId;

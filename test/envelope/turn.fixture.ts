@@ -6,7 +6,7 @@
  */
 import type { ModelScript } from '../../src/models/script.js';
 import { createRegistries } from '../../src/create-registries.js';
-import type { PartTypeMeta, Registries } from '../../src/registries/types.js';
+import type { PartTypeMeta, Registries, ToolContext } from '../../src/registries/types.js';
 import type { Runtime } from '../../src/api.js';
 
 /** Spec 000's consumer example: streaming-preferred, dropped by buffered delivery, base64. */
@@ -49,10 +49,16 @@ export function turnRegistries(): Registries {
 
 export const FLIGHTS = { flights: [{ flightNumber: 'TS205', price: 42 }, { flightNumber: 'TS101', price: 94 }] };
 export const PRICES = { currency: 'EUR', cheapest: 'TS205' };
+/** The itinerary check_prices stores (2,048 bytes). */
+export const ITINERARY = new Uint8Array(2048).fill(0x25);
 export const ACTOR_DATA = { route: { origin: 'LGW', destination: 'CFU' } };
+/** A valid A2UI v0.9 surface (one message per key), as the actor writes it by hand. */
 export const SURFACE = {
-  version: 'v0.9',
-  createSurface: { surfaceId: 'flight-results', catalogId: 'https://a2ui.org/specification/v0_9/basic_catalog.json' },
+  messages: [
+    { version: 'v0.9', createSurface: { surfaceId: 'flight-results', catalogId: 'https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json' } },
+    { version: 'v0.9', updateComponents: { surfaceId: 'flight-results', components: [{ id: 'root', component: 'Text', text: { path: '/cheapest' } }] } },
+    { version: 'v0.9', updateDataModel: { surfaceId: 'flight-results', path: '/', value: { cheapest: 'TS205' } } },
+  ],
 };
 
 export function registerDesk(rt: Runtime): void {
@@ -65,10 +71,14 @@ export function registerDesk(rt: Runtime): void {
   });
   rt.registries.tools.register({
     name: 'check_prices',
-    description: 'Check fares.',
+    description: 'Check fares and store the itinerary.',
     inputSchema: { type: 'object', properties: {} },
     scope: 'generalist',
-    handler: () => PRICES,
+    // The itinerary is a real artifact: the actor's artifact part names the id the tool got back.
+    handler: async (_args: unknown, ctx: ToolContext) => {
+      const ref = await ctx.artifacts!.put({ mimeType: 'application/pdf', data: ITINERARY, name: 'itinerary.pdf' });
+      return { ...PRICES, itinerary: ref.artifactId };
+    },
   });
   rt.registries.actors.register({ name: 'desk', tools: ['search_flights', 'check_prices'] });
 }
@@ -103,7 +113,7 @@ export const TURN_SCRIPT: ModelScript = {
       },
     },
     {
-      when: { on: 'tool_result', tool: 'check_prices' },
+      when: { on: 'tool_result', tool: 'check_prices', text: '"itinerary":"(art_[A-Za-z0-9_-]+)"' },
       respond: {
         chunkSize: 9,
         blocks: [
@@ -115,7 +125,7 @@ export const TURN_SCRIPT: ModelScript = {
                 p('response', { text: 'I found 2 direct flights to Corfu; TS205 is cheapest at EUR 42.' }),
                 p('domain-data', { data: ACTOR_DATA }),
                 p('llm-context', { text: 'Two direct LGW-CFU options; TS205 at EUR 42 is cheapest.' }),
-                p('artifact', { data: { artifactId: 'art_itinerary', mimeType: 'application/pdf', sizeBytes: 2048, name: 'itinerary.pdf' } }),
+                p('artifact', { data: { artifactId: '$1', mimeType: 'application/pdf', sizeBytes: 2048, name: 'itinerary.pdf' } }),
                 p('citation', { data: { path: '/search_flights/flights/0', title: 'Flight search', url: 'https://fares.example/TS205' } }),
                 p('a2ui-surface', { data: SURFACE }),
                 p('audio', { data: { base64: 'UklGRg==', mimeType: 'audio/wav' } }),

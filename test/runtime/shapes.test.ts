@@ -204,7 +204,14 @@ describe('spec 000 shapes through the runtime', () => {
 
   it('envelope:meta:fields — a peer-agent response settles an envelope with the canonical parts and meta {sessionId, turnId, producedAt, finalizedBy}', async () => {
     const flights = { route: { origin: 'LGW', destination: 'CFU' }, flights: [{ flightNumber: 'BA 2043', pricePerPerson: 187 }] };
-    const surface = { version: 'v0.9', createSurface: { surfaceId: 'flight-results', catalogId: 'basic' } };
+    // A valid A2UI v0.9 surface: single-key messages (spec 001's combined object is refused, see concepts/surfaces.md).
+    const surface = {
+      messages: [
+        { version: 'v0.9', createSurface: { surfaceId: 'flight-results', catalogId: 'https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json' } },
+        { version: 'v0.9', updateComponents: { surfaceId: 'flight-results', components: [{ id: 'root', component: 'Text', text: { path: '/route/origin' } }] } },
+        { version: 'v0.9', updateDataModel: { surfaceId: 'flight-results', path: '/', value: flights } },
+      ],
+    };
     const { rt } = harness(
       sequence([
         answer(

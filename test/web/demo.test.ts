@@ -3,6 +3,7 @@
  * the travel desk on the real runtime, AAP for session creation, the streams transport for the
  * page and its WebSocket, all over 127.0.0.1.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -65,6 +66,8 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
   };
 
   beforeAll(async () => {
+    // The page's A2UI renderer is a generated bundle (npm run build:web); build it for this run.
+    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-web.mjs')], { stdio: 'pipe' });
     server = await startServer({
       runtime,
       port: 0,
@@ -170,10 +173,13 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     await expect(table.locator('caption').textContent()).resolves.toBe('flights');
     const ids = await table.locator('tbody tr td:first-child').allTextContents();
     expect(ids).toEqual(['TS205', 'TS101']);
+    // The flights surface (template kind "flights") is rendered by @a2ui/lit, one row per flight.
+    const flightsView = page.locator('li.part-a2ui-surface.surface').first();
+    for (const want of ['2 flights found', 'TS205', 'TS101', '2026-06-12 07:40 UTC']) await flightsView.getByText(want, { exact: true }).waitFor({ timeout: 10_000 });
     expect(errors.filter((e) => !/WebSocket|ERR_CONNECTION|net::/.test(e))).toEqual([]);
   }, 60_000);
 
-  it('web:demo:approve — "book TS101" asks for approval; after a killed connection the card is shown once; Approve completes the turn', async () => {
+  it('web:demo:approve — "book TS101" asks for approval; after a killed connection the card and its A2UI surface are shown once; the surface shows the flight, and its Approve button answers the approval over the WebSocket: the turn resumes and the booking runs', async () => {
     await page.getByLabel('Message').fill('book TS101');
     await page.getByRole('button', { name: 'Send' }).click();
     const card = page.locator('li.approval');
@@ -185,10 +191,27 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     expect(await card.count()).toBe(1);
 
-    // Keyboard: focus Approve and press Enter.
-    await card.getByRole('button', { name: 'Approve' }).focus();
-    await page.keyboard.press('Enter');
+    // The booking surface (template "approval:book_flight"), rendered by @a2ui/lit: the flight and the two answers.
+    const surface = page.locator('li.part-a2ui-surface.surface').last();
+    await surface.locator('a2ui-surface').waitFor({ timeout: 10_000 });
+    expect(await page.locator('li.part-a2ui-surface').count()).toBe(2);
+    const approve = surface.getByRole('button', { name: 'Approve' });
+    await approve.waitFor();
+    await expect(surface.getByRole('button', { name: 'Deny' }).isVisible()).resolves.toBe(true);
+    for (const want of ['Book flight TS101?', 'London', 'Corfu', '2026-06-12 11:15 UTC', '94', 'EUR']) await surface.getByText(want, { exact: true }).waitFor();
+    // The surface carries the buttons: the plain card's own are hidden, so there is one Approve on the page.
+    expect(await card.locator('.actions').isVisible()).toBe(false);
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(1);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    // Tall enough that the sticky composer does not cover the surface.
+    await page.setViewportSize({ width: 900, height: (await page.evaluate(() => document.documentElement.scrollHeight)) + 200 });
+    await surface.screenshot({ path: join(ARTIFACTS, 'demo-approval-surface.png') });
+    expect(desk.bookings.size).toBe(0);
+
+    await approve.click();
     await page.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+    expect([...desk.bookings.values()].map((b) => b.flightId)).toEqual(['TS101']);
+    await expect(surface.getAttribute('class')).resolves.toContain('answered');
     await expect(card.locator('.resolution').textContent()).resolves.toMatch(/^Approved by local \(websocket\)|^Approved by anonymous \(websocket\)/);
     const booked = page.locator('li.part-response').last();
     await expect(booked.locator('.text').textContent()).resolves.toMatch(/^Booked: your reference is BK\d{4}\.$/);
@@ -197,6 +220,9 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     const events = await log();
     const resolved = events.find((e) => e.type === 'approval.resolved');
     expect(resolved?.type === 'approval.resolved' && resolved.via).toBe('websocket');
+    expect(resolved?.type === 'approval.resolved' && resolved.decision).toBe('approved');
+    const bookResult = events.find((e) => e.type === 'tool.result' && e.tool === 'book_flight');
+    expect(bookResult?.type === 'tool.result' && bookResult.isError).toBe(false);
 
     mkdirSync(ARTIFACTS, { recursive: true });
     // Tall enough for the whole conversation, so the sticky composer sits below it.
@@ -206,8 +232,12 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
   }, 60_000);
 
   it('web:demo:retracted — a streamed answer that is rejected is shown while it streams, then taken back at its part.retracted', async () => {
+    const settled = async () => (await log()).filter((e) => e.type === 'turn.settled').length;
+    const before = await settled();
     await page.getByLabel('Message').fill('second thoughts');
     await page.getByRole('button', { name: 'Send' }).click();
+    // The previous turn also ended "complete": wait for this turn's settlement first.
+    await expect.poll(settled, { timeout: 20_000 }).toBe(before + 1);
     await page.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
     const retracted = (await log()).filter((e) => e.type === 'part.retracted');
     expect(retracted).toHaveLength(1);

@@ -7,6 +7,7 @@
  * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
  * every reply to that frame echoes it.
  */
+import type { SurfaceAction } from '../../registries/surface-actions.js';
 import type { SessionEvent } from '../../types.js';
 
 export const SUBPROTOCOL = 'turnstate.v1';
@@ -19,6 +20,8 @@ export type ClientFrame =
   /** `consumes`: part types this client consumes (e.g. ['llm-context'] for a peer LLM), as SendOptions `consumes`. */
   | { type: 'send'; sessionId: string; text: string; consumes?: string[]; ref?: Ref }
   | { type: 'approve' | 'deny'; approvalId: string; sessionId?: string; reason?: string; ref?: Ref }
+  /** A click on an A2UI surface (the v0.9 client-to-server action); see routeSurfaceAction. */
+  | { type: 'action'; sessionId: string; action: SurfaceAction; ref?: Ref }
   | { type: 'ping'; ref?: Ref };
 
 export type ServerFrame =
@@ -56,6 +59,7 @@ const FIELDS: Record<ClientFrame['type'], readonly string[]> = {
   send: ['type', 'ref', 'sessionId', 'text', 'consumes'],
   approve: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
   deny: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
+  action: ['type', 'ref', 'sessionId', 'action'],
   ping: ['type', 'ref'],
 };
 
@@ -144,6 +148,29 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
         frame.reason = obj.reason;
       }
       return { ok: true, frame: withRef(frame) };
+    }
+    case 'action': {
+      const sessionId = id(obj, 'sessionId');
+      if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
+      const a = obj.action;
+      if (typeof a !== 'object' || a === null || Array.isArray(a)) {
+        return fail('frame.invalid', '/action must be an A2UI action { name, surfaceId, sourceComponentId, context }', ref);
+      }
+      const action = a as Record<string, unknown>;
+      for (const key of ['name', 'surfaceId', 'sourceComponentId'] as const) {
+        const v = id(action, key);
+        if (typeof v !== 'string') return fail('frame.invalid', `/action${v.message}`, ref);
+      }
+      const context = action.context ?? {};
+      if (typeof context !== 'object' || context === null || Array.isArray(context)) return fail('frame.invalid', '/action/context must be an object', ref);
+      const out: SurfaceAction = {
+        name: action.name as string,
+        surfaceId: action.surfaceId as string,
+        sourceComponentId: action.sourceComponentId as string,
+        context: context as Record<string, unknown>,
+      };
+      if (typeof action.timestamp === 'string') out.timestamp = action.timestamp;
+      return { ok: true, frame: withRef({ type: 'action' as const, sessionId, action: out }) };
     }
   }
 }

@@ -16,6 +16,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal } from '../../types.js';
 import { ANONYMOUS_PRINCIPAL } from '../http.js';
@@ -256,6 +257,8 @@ class WsConnection implements StreamConnection {
       case 'approve':
       case 'deny':
         return this.answer(frame);
+      case 'action':
+        return this.action(frame);
     }
   }
 
@@ -305,6 +308,21 @@ class WsConnection implements StreamConnection {
     } else {
       this.error(result.code, result.message, frame.ref);
     }
+  }
+
+  /** A surface click: an approval answer or a follow-up message (registries/surface-actions.ts). */
+  private async action(frame: Extract<ClientFrame, { type: 'action' }>): Promise<void> {
+    const route = routeSurfaceAction(frame.action);
+    if (route.kind === 'approval') {
+      const answer: Extract<ClientFrame, { type: 'approve' | 'deny' }> = { type: route.approved ? 'approve' : 'deny', approvalId: route.approvalId, sessionId: frame.sessionId };
+      if (route.reason !== undefined) answer.reason = route.reason;
+      if (frame.ref !== undefined) answer.ref = frame.ref;
+      return this.answer(answer);
+    }
+    const session = await visibleSession(this.ctx.runtime, this.principal, frame.sessionId);
+    if (session === undefined) return this.notFound(frame.sessionId, frame.ref);
+    const turn = await session.send(route.text, { principal: this.principal });
+    this.reply(withRef({ type: 'sent', sessionId: frame.sessionId, turnId: turn.turnId, queued: turn.queued }, frame.ref));
   }
 
   private notFound(sessionId: string, ref: Ref | undefined): void {

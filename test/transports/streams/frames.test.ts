@@ -24,6 +24,15 @@ describe('streams: WebSocket client frame validation', () => {
     expect(parseClientFrame(Buffer.from('{}'), true, 100)).toMatchObject({ ok: false, code: 'frame.binary' });
   });
 
+  it('ws:frames:action — a surface click { name, surfaceId, sourceComponentId, context } is accepted; a malformed one names the field', () => {
+    const action = { name: 'approve', surfaceId: 'approval:book_flight:c1', sourceComponentId: 'approve', timestamp: '2026-06-01T10:00:00Z', context: { approvalId: 'appr_1' } };
+    expect(parse({ type: 'action', sessionId: 's', action, ref: 'r' })).toEqual({ ok: true, frame: { type: 'action', sessionId: 's', action, ref: 'r' } });
+    expect(parse({ type: 'action', sessionId: 's', action: { ...action, context: undefined } })).toMatchObject({ ok: true, frame: { action: { context: {} } } });
+    expect(parse({ type: 'action', sessionId: 's', action: { ...action, name: '' } })).toMatchObject({ ok: false, message: expect.stringContaining('/action/name') });
+    expect(parse({ type: 'action', sessionId: 's', action: { ...action, context: [1] } })).toMatchObject({ ok: false, message: expect.stringContaining('/action/context must be an object') });
+    expect(parse({ type: 'action', sessionId: 's', action: 'approve' })).toMatchObject({ ok: false, message: expect.stringContaining('/action must be an A2UI action') });
+  });
+
   it('ws:frames:total — any input is answered with a frame or an error, never an exception', () => {
     fc.assert(
       fc.property(fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify(v)), fc.record({ type: fc.constantFrom('subscribe', 'send', 'approve', 'ping', 'x'), sessionId: fc.anything(), text: fc.anything(), ref: fc.anything() }).map((v) => JSON.stringify(v) ?? '')), (s) => {

@@ -139,6 +139,33 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     expect(approver.events(sessionId)).toEqual(recorded.filter((e) => e.seq > firstTurnEnd));
   });
 
+  it('ws:action — a surface click (action frame) named deny with a context approvalId answers that approval via websocket; another tenant\'s click is "not found"; any other action becomes a follow-up message', async () => {
+    const s = await srv.runtime.createSession({ actor: 'desk', tenantId: 'acme' });
+    await (await s.send('find flights to Corfu', { principal: ann })).settled;
+    const held = await (await s.send('book the first one', { principal: ann })).settled;
+    expect(held.finalizedBy).toBe('suspended');
+    const [pending] = await srv.runtime.store.listApprovals({ sessionId: s.id, status: 'pending' });
+    const click = (name: string, context: Record<string, unknown>) => ({ name, surfaceId: `approval:book_flight:${pending!.callId}`, sourceComponentId: name, context });
+
+    const outsider = await connect('globex:gus:approver');
+    outsider.send({ type: 'action', sessionId: s.id, action: click('approve', { approvalId: pending!.approvalId }), ref: 'o' });
+    expect(await outsider.next((f) => f.ref === 'o')).toMatchObject({ type: 'error', code: 'approval.not_found' });
+
+    const approver = await connect('acme:amy:approver');
+    approver.send({ type: 'subscribe', sessionId: s.id, resumeFrom: (await srv.runtime.store.lastSeq(s.id)) });
+    await approver.next((f) => f.type === 'subscribed');
+    approver.send({ type: 'action', sessionId: s.id, action: click('deny', { approvalId: pending!.approvalId, reason: 'too dear' }), ref: 'd' });
+    expect(await approver.next((f) => f.ref === 'd')).toMatchObject({ type: 'answered', approvalId: pending!.approvalId, decision: 'denied' });
+    const resolved = await approver.next((f) => f.type === 'event' && f.event.type === 'approval.resolved');
+    expect(resolved.event).toMatchObject({ decision: 'denied', via: 'websocket', by: { userId: 'amy' }, reason: 'too dear' });
+    await approver.next((f) => f.type === 'event' && f.event.type === 'turn.settled');
+
+    approver.send({ type: 'action', sessionId: s.id, action: click('pick', { flightId: 'TS205' }), ref: 'm' });
+    expect(await approver.next((f) => f.ref === 'm')).toMatchObject({ type: 'sent', sessionId: s.id, queued: false });
+    const started = await approver.next((f) => f.type === 'event' && f.event.type === 'turn.started');
+    expect(started.event.input.text).toBe(`[surface action] pick on approval:book_flight:${pending!.callId} (pick)\n{"flightId":"TS205"}`);
+  });
+
   it('ws:tenant — another tenant\'s session is refused exactly like a missing one, for subscribe and send', async () => {
     const c = await connect('globex:gus');
     c.send({ type: 'subscribe', sessionId, ref: 'a' });

@@ -1,0 +1,84 @@
+/**
+ * The ArtifactStore contract (src/machines/ports.ts), run against every implementation:
+ * memory and the file system.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ArtifactStore } from '../../src/machines/ports.js';
+import { createFileArtifactStore } from '../../src/stores/artifacts-fs.js';
+import { createMemoryArtifactStore } from '../../src/stores/artifacts-memory.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'turnstate-artifacts-'));
+  dirs.push(d);
+  return d;
+};
+const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
+
+const stores: [string, (maxBytes?: number) => ArtifactStore][] = [
+  ['memory', (maxBytes) => createMemoryArtifactStore(maxBytes === undefined ? {} : { maxBytes })],
+  ['file', (maxBytes) => createFileArtifactStore({ dir: tempDir(), ...(maxBytes === undefined ? {} : { maxBytes }) })],
+];
+
+for (const [kind, make] of stores) {
+  describe(`artifact store contract: ${kind}`, () => {
+    it('artifacts:store:round-trip — put returns the record (128-bit id, mime type, size, name, session, tenant); head and read give it back; the bytes are a copy', async () => {
+      const s = make();
+      const data = bytes('id,price\nTS205,42\n');
+      const r = await s.put({ data, mimeType: 'text/csv; charset=utf-8', name: 'fares.csv', sessionId: 'sess_1', tenantId: 'acme' });
+      expect(r).toEqual({ artifactId: expect.stringMatching(/^art_[A-Za-z0-9_-]{22}$/), mimeType: 'text/csv; charset=utf-8', sizeBytes: data.byteLength, name: 'fares.csv', sessionId: 'sess_1', tenantId: 'acme', createdAt: expect.any(String) });
+      data[0] = 0;
+      expect(s.head(r.artifactId)).toEqual(r);
+      const read = (await s.read(r.artifactId))!;
+      expect(new TextDecoder().decode(read)).toBe('id,price\nTS205,42\n');
+      read[0] = 0;
+      expect(new TextDecoder().decode((await s.read(r.artifactId))!)).toBe('id,price\nTS205,42\n');
+    });
+
+    it('artifacts:store:ids — ids are distinct and unguessable; an unknown or malformed id is unknown', async () => {
+      const s = make();
+      const ids = new Set<string>();
+      for (let i = 0; i < 200; i++) ids.add((await s.put({ data: bytes(String(i)), mimeType: 'text/plain', sessionId: 's' })).artifactId);
+      expect(ids.size).toBe(200);
+      for (const id of ['art_AAAAAAAAAAAAAAAAAAAAAA', '../x', 'art_../../etc/passwd', '']) {
+        expect(s.head(id)).toBeUndefined();
+        expect(await s.read(id)).toBeUndefined();
+      }
+    });
+
+    it('artifacts:store:invalid — a bad mime type, name, session or an oversize body is refused with artifact.invalid naming the field; nothing is stored', async () => {
+      const s = make(16);
+      const ok = { data: bytes('x'), mimeType: 'text/plain', sessionId: 's' };
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{ mimeType: 'csv' }, /^artifact mimeType: "csv" is not a MIME type/],
+        [{ mimeType: 'text/html\r\nset-cookie: a=b' }, /^artifact mimeType: /],
+        [{ data: 'not bytes' }, /^artifact data: must be a Uint8Array/],
+        [{ data: new Uint8Array(17) }, /^artifact data: 17 bytes is over this store's limit of 16 bytes/],
+        [{ name: '' }, /^artifact name: must be a non-empty string/],
+        [{ name: 'a\nb' }, /^artifact name: .*without control characters/],
+        [{ sessionId: '' }, /^artifact sessionId: must name the session/],
+      ];
+      for (const [patch, message] of cases) {
+        await expect(s.put({ ...ok, ...patch } as never)).rejects.toMatchObject({ code: 'artifact.invalid', message: expect.stringMatching(message) });
+      }
+    });
+  });
+}
+
+describe('artifact store: file', () => {
+  it('artifacts:store:file — artifacts survive a reopen of the directory; only complete <id>.bin + <id>.json pairs are left', async () => {
+    const dir = tempDir();
+    const a = createFileArtifactStore({ dir });
+    const r = await a.put({ data: bytes('ticket'), mimeType: 'application/pdf', name: 'ticket.pdf', sessionId: 's1', tenantId: 't' });
+    const b = createFileArtifactStore({ dir });
+    expect(b.head(r.artifactId)).toEqual(r);
+    expect(new TextDecoder().decode((await b.read(r.artifactId))!)).toBe('ticket');
+    expect(readdirSync(dir).sort()).toEqual([`${r.artifactId}.bin`, `${r.artifactId}.json`]);
+  });
+});
