@@ -132,7 +132,7 @@ export type ApprovalDecision = 'approved' | 'denied';
 
 export interface PolicyResult {
   decision: 'approve' | 'deny' | 'ask';
-  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `standing`. */
+  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `policy-budget` (a CEL evaluation over its time or heap budget), `handler-error`, `standing`. */
   source: string;
   reason?: string;
 }
