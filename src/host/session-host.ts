@@ -1019,6 +1019,9 @@ export class SessionHost implements SessionHandle {
   }
 
   private parseRespond(b: ToolUseBlock, actorDef: ActorDefinition): RespondResult {
+    if (b.duplicateKey !== undefined) {
+      return this.reject('respond:json:duplicate-key', b.duplicateKey, 'this key appears twice in one object (the stream showed both values); send the whole call again naming each key once');
+    }
     if (b.inputError) {
       return this.reject('respond:json:invalid', '', `the arguments were not valid JSON (${b.inputError}); send the whole call again`);
     }
