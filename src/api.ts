@@ -29,6 +29,8 @@ export interface SendOptions {
   standingApprovals?: string[];
   /** Restrict the acting actors' server tools to these names (AAP per-session `agent.tools`). */
   enabledTools?: string[];
+  /** How a client enables a tool left out of `enabledTools` (`{tool}` stands for its name): told to the model when it calls one. */
+  howToEnableTools?: string;
   /** Declares a peer-LLM consumer for this turn: an llm-context part is produced once. */
   consumesLlmContext?: boolean;
 }

@@ -59,7 +59,7 @@ import {
   type HostState,
   type QueuedMessage,
 } from './turn.js';
-import type { ActorTools, ToolCatalog } from './tool-catalog.js';
+import { toolNotEnabledMessage, type ActorTools, type ToolCatalog } from './tool-catalog.js';
 
 export interface HostDeps {
   registries: Registries;
@@ -1117,6 +1117,10 @@ export class SessionHost implements SessionHandle {
         continue;
       }
       const tool = tools.byName.get(u.name);
+      if (!tool && tools.disabled.has(u.name)) {
+        errorResult(u, toolNotEnabledMessage(u.name, t.opts.howToEnableTools));
+        continue;
+      }
       if (!tool) {
         const known = [...tools.byName.keys(), ...tools.client];
         errorResult(u, `Unknown tool "${u.name}". Tools available to you: ${known.length ? known.join(', ') : '(none)'}, and respond.`);
