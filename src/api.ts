@@ -41,6 +41,8 @@ export interface SendOptions {
   standingApprovals?: string[];
   /** Restrict the acting actors' server tools to these names (AAP per-session `agent.tools`). */
   enabledTools?: string[];
+  /** How a client enables a tool left out of `enabledTools` (`{tool}` stands for its name): told to the model when it calls one. */
+  howToEnableTools?: string;
   /**
    * Part types the originator of this turn consumes (what its Agent Card's `consumes` says):
    * `['llm-context']` declares a peer LLM, and the turn's envelope gets one llm-context part.

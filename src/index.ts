@@ -97,7 +97,7 @@ export type {
   TurnStateMeta,
   Violation,
 } from './registries/types.js';
-export { compileApprovalPolicy, DEFAULT_POLICY_LIMITS } from './approvals/policy.js';
+export { closePolicyEvaluators, compileApprovalPolicy, DEFAULT_POLICY_LIMITS } from './approvals/policy.js';
 export type { PolicyLimits } from './approvals/policy.js';
 
 // respond().

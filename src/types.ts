@@ -41,8 +41,10 @@ export interface ToolUseBlock {
   id: string;
   name: string;
   input: unknown;
-  /** Set when the streamed input JSON could not be parsed (fine-grained streaming may truncate). */
+  /** Set when the streamed input JSON could not be parsed (fine-grained streaming may truncate) or repeats a key. */
   inputError?: string;
+  /** JSON Pointer of a key the input names twice in one object (then `inputError` is set too). */
+  duplicateKey?: string;
   rawInput?: string;
 }
 export interface ToolResultBlock {
@@ -143,7 +145,7 @@ export type ApprovalDecision = 'approved' | 'denied';
 
 export interface PolicyResult {
   decision: 'approve' | 'deny' | 'ask';
-  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `standing`. */
+  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `policy-budget` (a CEL evaluation over its time or heap budget), `handler-error`, `standing`. */
   source: string;
   reason?: string;
 }

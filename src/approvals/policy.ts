@@ -4,15 +4,18 @@
  * - `false` / `undefined`: no approval needed (`approve`, source 'none').
  * - `true`: always ask a human (source 'always').
  * - `{ autoApproveIf: "<CEL>" }`: parsed and type-checked at registration; evaluated over a pinned
- *   context where only `args` and `ctx` exist. `true` approves, `false` asks; anything else,
- *   an evaluation error, or input over the bounds asks with source 'cel-error'. Never approves on failure.
+ *   context where only `args` and `ctx` exist, in a worker thread (cel-sandbox.ts) under a time and
+ *   heap budget, with `matches` on RE2. `true` approves, `false` asks; anything else, an evaluation
+ *   error, or input over the bounds asks with source 'cel-error'; an evaluation over its budget asks
+ *   with source 'policy-budget'. Never approves on failure.
  * - a handler function: its verdict is used as given; a throw, a rejection, a timeout or a
  *   malformed verdict asks with source 'handler-error'.
  *
  * No `eval`, no `new Function`: CEL is interpreted by @marcbachmann/cel-js.
  */
-import { Environment } from '@marcbachmann/cel-js';
 import { RegistrationError } from '../errors.js';
+import { celEnvironment, compilePattern, rewriteMatches, type MatchesSite } from './cel-environment.js';
+import { CelSandbox } from './cel-sandbox.js';
 import type { PolicyResult } from '../types.js';
 import type { ApprovalHandler, ApprovalPolicy, ApprovalVerdict, CompiledApprovalPolicy, PolicyContext } from '../registries/types.js';
 
@@ -34,6 +37,10 @@ export interface PolicyLimits {
   maxInputChars: number;
   /** Milliseconds a handler may take before the policy asks instead. */
   handlerTimeoutMs: number;
+  /** Milliseconds one CEL evaluation may run (in its worker) before the policy asks instead. */
+  evaluationTimeoutMs: number;
+  /** Heap (MB) of the worker CEL evaluations run in; an evaluation that exhausts it asks instead. */
+  evaluationHeapMb: number;
 }
 
 export const DEFAULT_POLICY_LIMITS: Readonly<PolicyLimits> = Object.freeze({
@@ -45,6 +52,8 @@ export const DEFAULT_POLICY_LIMITS: Readonly<PolicyLimits> = Object.freeze({
   maxInputDepth: 32,
   maxInputChars: 65_536,
   handlerTimeoutMs: 5000,
+  evaluationTimeoutMs: 200,
+  evaluationHeapMb: 64,
 });
 
 const NONE: PolicyResult = Object.freeze({ decision: 'approve', source: 'none' });
@@ -54,20 +63,22 @@ const CEL_ASK: PolicyResult = Object.freeze({ decision: 'ask', source: 'cel' });
 
 const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter', 'sortBy']);
 
-let sharedEnv: Environment | undefined;
-/** One CEL environment for all policies: only `args` and `ctx` are declared. It holds no state. */
-function celEnvironment(limits: PolicyLimits): Environment {
-  const isDefault =
-    limits.maxAstNodes === DEFAULT_POLICY_LIMITS.maxAstNodes && limits.maxExpressionDepth === DEFAULT_POLICY_LIMITS.maxExpressionDepth;
-  if (isDefault && sharedEnv) return sharedEnv;
-  const env = new Environment({
-    unlistedVariablesAreDyn: false,
-    limits: { maxAstNodes: limits.maxAstNodes, maxDepth: limits.maxExpressionDepth, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 32 },
-  })
-    .registerVariable('args', 'dyn')
-    .registerVariable('ctx', 'dyn');
-  if (isDefault) sharedEnv = env;
-  return env;
+/** Evaluation workers per heap budget; two, so one policy at its time limit does not hold up the others. */
+const sandboxes = new Map<number, CelSandbox>();
+function sandboxFor(heapMb: number): CelSandbox {
+  let sandbox = sandboxes.get(heapMb);
+  if (sandbox === undefined) {
+    sandbox = new CelSandbox({ workers: 2, heapMb });
+    sandboxes.set(heapMb, sandbox);
+  }
+  return sandbox;
+}
+
+/** Terminates the policy evaluation workers (they are unref'd: only tests and embedders that must not leak threads need this). */
+export async function closePolicyEvaluators(): Promise<void> {
+  const all = [...sandboxes.values()];
+  sandboxes.clear();
+  await Promise.all(all.map((s) => s.close()));
 }
 
 function fail(rule: string, toolName: string, message: string): never {
@@ -79,13 +90,6 @@ function errorMessage(e: unknown): string {
   return String(e);
 }
 
-/** A CEL error's one-line summary (its message also carries a source excerpt for humans). */
-function celErrorSummary(e: unknown): string {
-  const summary = (e as { summary?: unknown } | null)?.summary;
-  if (typeof summary === 'string' && summary !== '') return summary;
-  return errorMessage(e).split('\n', 1)[0] ?? 'evaluation failed';
-}
-
 /* ------------------------------------------------------------------ expression checks */
 
 type AstNode = { op: string; args: unknown };
@@ -95,56 +99,12 @@ function isNode(v: unknown): v is AstNode {
 }
 
 /**
- * A regex is refused when a repeated group itself repeats or alternates (`(a+)+`, `(a|a)*`),
- * or when it uses a back-reference: the shapes that backtrack exponentially on crafted input.
+ * Walks the AST once: refuses a `matches` pattern that is not a literal or that RE2 cannot
+ * compile, and macros nested deeper than the limit. Collects where each `matches` call sits.
  */
-export function unsafeRegexReason(pattern: string): string | undefined {
-  if (/\\[1-9]|\\k</.test(pattern)) return 'back-references are not allowed';
-  // Per open group: does it contain a quantifier or an alternation?
-  const stack: boolean[] = [];
-  let lastGroupRisky = false;
-  let afterGroup = false;
-  let inClass = false;
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
-    const wasAfterGroup = afterGroup;
-    afterGroup = false;
-    if (c === '\\') {
-      i++;
-      continue;
-    }
-    if (inClass) {
-      if (c === ']') inClass = false;
-      continue;
-    }
-    if (c === '[') {
-      inClass = true;
-      continue;
-    }
-    if (c === '(') {
-      stack.push(false);
-      continue;
-    }
-    if (c === ')') {
-      lastGroupRisky = stack.pop() ?? false;
-      if (stack.length > 0 && lastGroupRisky) stack[stack.length - 1] = true;
-      afterGroup = true;
-      continue;
-    }
-    const quantifier = c === '*' || c === '+' || c === '{';
-    if (quantifier || c === '|') {
-      if (stack.length > 0) stack[stack.length - 1] = true;
-    }
-    if (quantifier && wasAfterGroup && lastGroupRisky) {
-      return 'a repeated group contains a quantifier or an alternation (catastrophic backtracking)';
-    }
-  }
-  return undefined;
-}
-
-function checkAst(toolName: string, node: unknown, limits: PolicyLimits, macroDepth: number): void {
+function checkAst(toolName: string, node: unknown, limits: PolicyLimits, macroDepth: number, sites: MatchesSite[]): void {
   if (Array.isArray(node)) {
-    for (const n of node) checkAst(toolName, n, limits, macroDepth);
+    for (const n of node) checkAst(toolName, n, limits, macroDepth, sites);
     return;
   }
   if (!isNode(node)) return;
@@ -157,8 +117,17 @@ function checkAst(toolName: string, node: unknown, limits: PolicyLimits, macroDe
       if (!isNode(pattern) || pattern.op !== 'value' || typeof pattern.args !== 'string') {
         fail('tools:cel:regex-must-be-literal', toolName, 'matches() needs a string literal pattern in autoApproveIf; a pattern from args or ctx could be chosen to hang the evaluator');
       }
-      const why = unsafeRegexReason(pattern.args);
-      if (why !== undefined) fail('tools:cel:unsafe-regex', toolName, `the pattern ${JSON.stringify(pattern.args)} in autoApproveIf is refused: ${why}; rewrite it without nested repetition`);
+      try {
+        compilePattern(pattern.args);
+      } catch (e) {
+        fail(
+          'tools:cel:regex-unsupported',
+          toolName,
+          `the pattern ${JSON.stringify(pattern.args)} in autoApproveIf is not RE2 syntax (${errorMessage(e)}); matches() runs on RE2, which has no back-references or look-around`,
+        );
+      }
+      const receiver = args[1];
+      if (node.op === 'rcall' && isNode(receiver)) sites.push({ receiverEnd: (receiver as AstNode & { end: number }).end, argumentStart: (pattern as AstNode & { start: number }).start });
     }
     if (node.op === 'rcall' && typeof name === 'string' && MACROS.has(name)) {
       if (macroDepth + 1 > limits.maxMacroNesting) {
@@ -168,12 +137,12 @@ function checkAst(toolName: string, node: unknown, limits: PolicyLimits, macroDe
           `autoApproveIf nests macros (all/exists/map/filter) more than ${limits.maxMacroNesting} deep; flatten the expression (the cost grows as the input size to that power)`,
         );
       }
-      checkAst(toolName, args[1], limits, macroDepth);
-      checkAst(toolName, args[2], limits, macroDepth + 1);
+      checkAst(toolName, args[1], limits, macroDepth, sites);
+      checkAst(toolName, args[2], limits, macroDepth + 1, sites);
       return;
     }
   }
-  checkAst(toolName, args, limits, macroDepth);
+  checkAst(toolName, args, limits, macroDepth, sites);
 }
 
 /* ------------------------------------------------------------------ input bounds */
@@ -247,7 +216,7 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
     fail('tools:cel:expression-too-long', toolName, `autoApproveIf is ${expression.length} characters; the limit is ${limits.maxExpressionLength}`);
   }
   const env = celEnvironment(limits);
-  let program: ReturnType<Environment['parse']>;
+  let program: ReturnType<ReturnType<typeof celEnvironment>['parse']>;
   try {
     program = env.parse(expression);
   } catch (e) {
@@ -264,38 +233,34 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
   if (checked.type !== 'bool' && checked.type !== 'dyn') {
     fail('tools:cel:must-return-bool', toolName, `autoApproveIf must yield a bool, but it yields ${String(checked.type)}; compare it, e.g. "size(args.items) < 5"`);
   }
-  checkAst(toolName, program.ast, limits, 0);
+  const sites: MatchesSite[] = [];
+  checkAst(toolName, program.ast, limits, 0, sites);
+  const runnable = sites.length === 0 ? expression : rewriteMatches(expression, sites);
+  const shape = { maxAstNodes: limits.maxAstNodes, maxExpressionDepth: limits.maxExpressionDepth };
+  const sandbox = sandboxFor(limits.evaluationHeapMb);
+  sandbox.warm();
 
-  const evaluate = (args: unknown, ctx: PolicyContext): PolicyResult => {
+  const evaluate = async (args: unknown, ctx: PolicyContext): Promise<PolicyResult> => {
+    let pinned: PolicyContext;
+    let problem: string | undefined;
     try {
-      const pinned = pinnedContext(ctx);
+      pinned = pinnedContext(ctx);
       const budget = { nodes: limits.maxInputNodes, chars: limits.maxInputChars };
-      const problem =
-        inputProblem(args, limits, budget, 0, 'args') ??
-        inputProblem(pinned.user, limits, budget, 1, 'ctx.user');
-      if (problem !== undefined) {
-        return { decision: 'ask', source: 'cel-error', reason: `not evaluated: ${problem}` };
-      }
-      const result: unknown = program({ args, ctx: pinned });
-      if (result === true) return CEL_APPROVE;
-      if (result === false) return CEL_ASK;
-      return {
-        decision: 'ask',
-        source: 'cel-error',
-        reason: `autoApproveIf yielded ${describeValue(result)}, not a bool`,
-      };
+      problem = inputProblem(args, limits, budget, 0, 'args') ?? inputProblem(pinned.user, limits, budget, 1, 'ctx.user');
     } catch (e) {
-      return { decision: 'ask', source: 'cel-error', reason: celErrorSummary(e) };
+      return { decision: 'ask', source: 'cel-error', reason: `not evaluated: ${errorMessage(e)}` };
     }
+    if (problem !== undefined) {
+      return { decision: 'ask', source: 'cel-error', reason: `not evaluated: ${problem}` };
+    }
+    const out = await sandbox.evaluate({ expression: runnable, shape, args, ctx: pinned, timeoutMs: limits.evaluationTimeoutMs });
+    if ('budget' in out) return { decision: 'ask', source: 'policy-budget', reason: `autoApproveIf not decided: ${out.budget}` };
+    if ('error' in out) return { decision: 'ask', source: 'cel-error', reason: out.error };
+    if (out.value === true) return CEL_APPROVE;
+    if (out.value === false) return CEL_ASK;
+    return { decision: 'ask', source: 'cel-error', reason: `autoApproveIf yielded ${out.value}, not a bool` };
   };
   return Object.freeze({ kind: 'cel', expression, allowStandingApproval, evaluate });
-}
-
-function describeValue(v: unknown): string {
-  if (v === null) return 'null';
-  if (typeof v === 'object' && typeof (v as { then?: unknown }).then === 'function') return 'a promise';
-  if (Array.isArray(v)) return 'a list';
-  return typeof v === 'object' ? 'a map' : `a ${typeof v}`;
 }
 
 function handlerError(reason: string): PolicyResult {

@@ -15,13 +15,25 @@ export interface ActorTools {
   modelTools: readonly ModelTool[];
   byName: ReadonlyMap<string, RegisteredTool>;
   client: ReadonlySet<string>;
+  /** The actor's tools this turn's client did not enable (`SendOptions.enabledTools`). */
+  disabled: ReadonlySet<string>;
+}
+
+/**
+ * The tool result for a call to one of the actor's tools that the turn's client did not enable:
+ * names the tool and says how it is enabled (`howToEnable`, from the transport), so the model
+ * can tell the user instead of failing.
+ */
+export function toolNotEnabledMessage(tool: string, howToEnable: string | undefined): string {
+  const how = howToEnable === undefined ? 'The application that sent this turn did not enable it.' : howToEnable.replaceAll('{tool}', tool);
+  return `Tool "${tool}" is not enabled for this session. ${how} Tell the user this; do not call ${tool} again in this turn.`;
 }
 
 export interface ToolCatalog {
   forActor(actor: ActorDefinition, opts: SendOptions): ActorTools;
 }
 
-const NO_CLIENT: ReadonlySet<string> = new Set();
+const NONE: ReadonlySet<string> = new Set();
 
 /**
  * Refuses client tools whose names the model could not tell apart (see clientToolNameProblem)
@@ -44,13 +56,14 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
   const build = (actor: ActorDefinition, enabled?: readonly string[]): ActorTools => {
     const names = actor.tools ?? [];
     const resolved = registries.tools.resolve(enabled ? names.filter((n) => enabled.includes(n)) : names, actor.name);
+    const disabled = enabled ? new Set(names.filter((n) => !enabled.includes(n))) : NONE;
     const byName = new Map(resolved.map((t) => [t.name, t]));
     const own: ModelTool[] = resolved.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
     const compat = compatOptions(actor) !== undefined;
     const modelTools = compat ? [...own, ...compatTools()] : [...own, buildRespondTool(registries)];
     const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries);
     const system = actor.system ? `${actor.system}\n\n${snippet}` : snippet;
-    return { system, modelTools, byName, client: NO_CLIENT };
+    return { system, modelTools, byName, client: NONE, disabled };
   };
 
   return {
@@ -75,6 +88,7 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
         modelTools: [...base.modelTools, ...clientTools.map((c) => ({ name: c.name, description: c.description, input_schema: c.parameters }))],
         byName: base.byName,
         client: new Set(clientTools.map((c) => c.name)),
+        disabled: base.disabled,
       };
     },
   };

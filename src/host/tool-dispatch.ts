@@ -17,7 +17,7 @@ import { buildSurfaces } from '../envelope/surfaces.js';
 import { approvalKind } from '../registries/surface-templates.js';
 import type { RegisteredTool } from '../registries/types.js';
 import { principalOf, type HostCore } from './core.js';
-import type { ActorTools } from './tool-catalog.js';
+import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';
 import { NEVER_ABORTED, type ActiveTurn } from './turn.js';
 
@@ -37,6 +37,10 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
       continue;
     }
     const tool = tools.byName.get(u.name);
+    if (!tool && tools.disabled.has(u.name)) {
+      errorResult(u, toolNotEnabledMessage(u.name, t.opts.howToEnableTools));
+      continue;
+    }
     if (!tool) {
       const known = [...tools.byName.keys(), ...tools.client];
       errorResult(u, `Unknown tool "${u.name}". Tools available to you: ${known.length ? known.join(', ') : '(none)'}, and respond.`);

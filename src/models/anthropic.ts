@@ -22,6 +22,7 @@ import { ModelError } from '../errors.js';
 import type { ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, ModelTool, Usage } from '../types.js';
+import { firstDuplicateKey } from './duplicate-keys.js';
 import { abortedError, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from './retry.js';
 import type { RetryPolicy } from './retry.js';
 
@@ -311,7 +312,18 @@ function finishBlock(b: BlockState): ContentBlock {
       const raw = b.text;
       if (raw.length === 0) return { type: 'tool_use', id: b.id, name: b.name, input: {} };
       try {
-        return { type: 'tool_use', id: b.id, name: b.name, input: JSON.parse(raw) };
+        const input: unknown = JSON.parse(raw);
+        const duplicateKey = firstDuplicateKey(raw);
+        if (duplicateKey === undefined) return { type: 'tool_use', id: b.id, name: b.name, input };
+        return {
+          type: 'tool_use',
+          id: b.id,
+          name: b.name,
+          input: {},
+          inputError: `tool input names the key at ${duplicateKey} twice in one object`,
+          duplicateKey,
+          rawInput: raw,
+        };
       } catch (e) {
         return {
           type: 'tool_use',

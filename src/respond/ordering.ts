@@ -1,6 +1,7 @@
 /**
  * respond()'s ordering rules over one model response (docs/concepts/respond.md):
  * - `respond:json:invalid`: arguments that are not JSON are rejected, never guessed at;
+ * - `respond:json:duplicate-key`: a key twice in one object is rejected (its deltas showed both values);
  * - `respond:suspended:runtime-only`: the runtime enters `suspended` itself;
  * - `respond:state-change:last-call`: a call that ends, holds or hands off the turn is the last
  *   call of its response (no tool use and no further respond() after it);
@@ -28,6 +29,13 @@ export function parseRespondBlock(
   actor: ActorDefinition,
   session: { sessionId: string; tenantId?: string },
 ): RespondResult {
+  if (b.duplicateKey !== undefined) {
+    return rejectCall(
+      RespondRule.jsonDuplicateKey,
+      b.duplicateKey,
+      'this key appears twice in one object (the stream showed both values); send the whole call again naming each key once',
+    );
+  }
   if (b.inputError) {
     return rejectCall(RespondRule.jsonInvalid, '', `the arguments were not valid JSON (${b.inputError}); send the whole call again`);
   }

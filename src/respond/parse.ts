@@ -36,6 +36,7 @@ export const RespondRule = {
   stateChangeOnce: 'respond:state-change:once',
   suspendedRuntimeOnly: 'respond:suspended:runtime-only',
   jsonInvalid: 'respond:json:invalid',
+  jsonDuplicateKey: 'respond:json:duplicate-key',
   /** Structural problems found by the schema: `schema:required`, `schema:type`, `schema:additional-property`, ... */
   schemaPrefix: 'schema:',
   internal: 'respond:internal',

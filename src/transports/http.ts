@@ -111,50 +111,120 @@ export function sendNoContent(res: ServerResponse): void {
   res.end();
 }
 
+/* ------------------------------------------------------------------ parser errors */
+
+/** Node's parser errors with their own status; every other parser error is a 400. */
+const CLIENT_ERROR_STATUS: Record<string, { status: number; reason: string; code: string; message: string }> = {
+  HPE_HEADER_OVERFLOW: {
+    status: 431,
+    reason: 'Request Header Fields Too Large',
+    code: 'request.headers_too_large',
+    message: 'request headers exceed the server limit (node:http maxHeaderSize)',
+  },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, reason: 'Payload Too Large', code: 'body.too_large', message: 'chunk extensions exceed the server limit' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, reason: 'Request Timeout', code: 'request.timeout', message: 'the request was not received in time' },
+};
+
+/**
+ * The complete raw HTTP/1.1 response (status line, headers, JSON error body, connection close)
+ * for a node:http `clientError`: a request its parser refused before any handler ran. Undefined
+ * when nothing should be written (the peer already reset the connection).
+ */
+export function clientErrorResponse(err: Error & { code?: string; reason?: string }): string | undefined {
+  if (err.code === 'ECONNRESET') return undefined;
+  const known = err.code === undefined ? undefined : CLIENT_ERROR_STATUS[err.code];
+  const status = known?.status ?? 400;
+  const reason = known?.reason ?? 'Bad Request';
+  const detail = typeof err.reason === 'string' && err.reason !== '' ? err.reason : err.message;
+  const body = JSON.stringify(
+    errorBody(known?.code ?? 'request.malformed', known?.message ?? `malformed HTTP request: ${detail}${err.code === undefined ? '' : ` (${err.code})`}`),
+  );
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+    `cache-control: no-store\r\nconnection: close\r\n\r\n${body}`
+  );
+}
+
 /* ------------------------------------------------------------------ request bodies */
 
 /**
- * Reads the raw request body, refusing more than `maxBytes` with 413 `body.too_large`
- * (checked against content-length first, then while reading).
+ * How much of an oversized body is read and discarded before the 413 is sent (64 MiB). A server
+ * that answers and closes while the client is still sending resets the connection, and the client
+ * (seeing EPIPE / ECONNRESET) never reads the 413; past this cap the server answers and closes anyway.
  */
-export function readBody(req: IncomingMessage, maxBytes = DEFAULT_MAX_BODY_BYTES): Promise<Buffer> {
+export const DEFAULT_MAX_DRAIN_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Reads the raw request body, refusing more than `maxBytes` with 413 `body.too_large`
+ * (checked against content-length first, then while reading). The refusal settles only after the
+ * rest of the body was read and discarded (up to `maxDrainBytes`), so the client reads the 413.
+ */
+export function readBody(req: IncomingMessage, maxBytes = DEFAULT_MAX_BODY_BYTES, maxDrainBytes = DEFAULT_MAX_DRAIN_BYTES): Promise<Buffer> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > maxBytes) {
-    req.resume();
-    return Promise.reject(tooLarge(maxBytes));
-  }
+  if (declared !== undefined && Number(declared) > maxBytes) return refuseOversized(req, maxBytes, maxDrainBytes, 0);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let failed = false;
     const onData = (chunk: Buffer): void => {
-      if (failed) return;
       size += chunk.length;
       if (size > maxBytes) {
-        failed = true;
         chunks.length = 0;
-        reject(tooLarge(maxBytes));
+        stop();
+        refuseOversized(req, maxBytes, maxDrainBytes, size).catch(reject);
         return;
       }
       chunks.push(chunk);
     };
+    const onEnd = (): void => {
+      stop();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const onError = (e: Error): void => {
+      stop();
+      reject(new HttpError(400, 'body.unreadable', `request body could not be read: ${e.message}`, { cause: e }));
+    };
+    const stop = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
     req.on('data', onData);
-    req.once('end', () => {
-      if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.once('error', (e) => {
-      if (!failed) {
-        failed = true;
-        reject(new HttpError(400, 'body.unreadable', `request body could not be read: ${e.message}`, { cause: e }));
-      }
-    });
+    req.on('end', onEnd);
+    req.on('error', onError);
   });
 }
 
-function tooLarge(maxBytes: number): HttpError {
+/** Discards the rest of an oversized body, then rejects with the 413 (keeping the connection when all of it was read). */
+function refuseOversized(req: IncomingMessage, maxBytes: number, maxDrainBytes: number, alreadyRead: number): Promise<never> {
+  return new Promise<never>((_, reject) => {
+    let drained = alreadyRead;
+    const finish = (drainedAll: boolean): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onEnd);
+      if (!drainedAll) req.pause();
+      reject(tooLarge(maxBytes, !drainedAll));
+    };
+    const onData = (chunk: Buffer): void => {
+      drained += chunk.length;
+      if (drained > maxDrainBytes) finish(false);
+    };
+    const onEnd = (): void => finish(true);
+    if (req.complete) {
+      finish(true);
+      return;
+    }
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onEnd);
+    req.resume();
+  });
+}
+
+function tooLarge(maxBytes: number, close: boolean): HttpError {
   return new HttpError(413, 'body.too_large', `request body exceeds the limit of ${maxBytes} bytes`, {
     details: { limit: maxBytes },
-    headers: { connection: 'close' },
+    ...(close ? { headers: { connection: 'close' } } : {}),
   });
 }
 

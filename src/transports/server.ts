@@ -11,7 +11,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../api.js';
-import { HttpError, requestUrl, sendError, sendJson } from './http.js';
+import { HttpError, clientErrorResponse, requestUrl, sendError, sendJson } from './http.js';
 import type { HttpTransport } from './types.js';
 
 export interface StartServerOptions {
@@ -66,9 +66,10 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     const body = JSON.stringify({ error: { code: 'route.not_found', message: `no WebSocket endpoint at ${requestUrl(req).pathname}` } });
     socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
-  server.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
-    void err;
+  server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
+    const response = socket.writable ? clientErrorResponse(err) : undefined;
+    if (response === undefined) socket.destroy();
+    else socket.end(response);
   });
 
   await new Promise<void>((resolve, reject) => {

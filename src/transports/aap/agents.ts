@@ -170,6 +170,11 @@ export function checkOptions(agent: ResolvedAgent, options: Record<string, strin
   }
 }
 
+/** How an AAP client enables an exposed server tool of `agent` (SendOptions.howToEnableTools; `{tool}` is the tool's name). */
+export function howToEnableTools(agent: string): string {
+  return `An AAP client enables it by listing it in the session's agent.tools: {"agent":{"name":${JSON.stringify(agent)},"tools":[{"name":"{tool}"}]}} in POST /sessions or in the next turn request (GET /meta lists the tools an agent exposes).`;
+}
+
 /** The server tool names a turn may use: every unexposed reachable tool plus the enabled exposed ones. */
 export function enabledToolNames(agent: ResolvedAgent, config: AgentConfig): string[] {
   const enabled = new Set((config.tools ?? []).map((t) => t.name));

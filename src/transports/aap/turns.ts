@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
-import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, trustedToolNames, type ResolvedAgent } from './agents.js';
+import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, howToEnableTools, trustedToolNames, type ResolvedAgent } from './agents.js';
 import { followTurn } from './follow.js';
 import { MessageBuilder } from './messages.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
@@ -93,6 +93,7 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
   const opts: SendOptions = {
     principal: ctx.principal,
     enabledTools: enabledToolNames(ctx.agent, next.agent),
+    howToEnableTools: howToEnableTools(ctx.agent.config.name),
     standingApprovals: trustedToolNames(next.agent),
   };
   if (next.tools.length > 0) opts.clientTools = next.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));

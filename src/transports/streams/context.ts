@@ -63,3 +63,17 @@ export async function visibleSession(runtime: SessionRuntime, principal: Princip
   if (session === undefined || !sameTenant(principal, session.record.tenantId)) return undefined;
   return session;
 }
+
+/**
+ * The refusal for a resume cursor (SSE `Last-Event-ID` / `?after`, WebSocket `resumeFrom`) past
+ * the end of the session's log, else undefined. Such a cursor was never sent by this session;
+ * following from it would silently skip every event up to it.
+ */
+export async function cursorPastEnd(session: SessionHandle, after: number, source: string): Promise<{ lastSeq: number; message: string } | undefined> {
+  const { lastSeq } = await session.snapshot();
+  if (after <= lastSeq) return undefined;
+  return {
+    lastSeq,
+    message: `${source} ${after} is past the end of session "${session.id}" (its last seq is ${lastSeq}); resume from a seq this session sent, or from 0`,
+  };
+}

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
 import { HttpError, SSE_HEADERS, authenticateRequest, formatSseComment, requestUrl, sendError } from '../http.js';
-import { type StreamConnection, type StreamsContext, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
+import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
 import { type Follow, follow } from './follow.js';
 import { BoundedSubscriber } from './subscriber.js';
 
@@ -33,9 +33,11 @@ export async function serveSse(ctx: StreamsContext, req: IncomingMessage, res: S
   const principal = await authenticateRequest(req, res, ctx.authenticate);
   if (principal === undefined) return;
   let after: number;
+  let fromCursorHeader = false;
   try {
     const header = req.headers['last-event-id'];
     const fromHeader = parseCursor(Array.isArray(header) ? header[0] : header, 'Last-Event-ID');
+    fromCursorHeader = fromHeader !== undefined;
     after = fromHeader ?? parseCursor(requestUrl(req).searchParams.get('after') ?? undefined, '?after') ?? 0;
   } catch (e) {
     sendError(res, e);
@@ -44,6 +46,11 @@ export async function serveSse(ctx: StreamsContext, req: IncomingMessage, res: S
   const session = await visibleSession(ctx.runtime, principal, sessionId);
   if (session === undefined) {
     sendError(res, new HttpError(404, 'session.not_found', sessionNotFoundMessage(sessionId)));
+    return;
+  }
+  const ahead = await cursorPastEnd(session, after, fromCursorHeader ? 'Last-Event-ID' : '?after');
+  if (ahead !== undefined) {
+    sendError(res, new HttpError(400, 'cursor.ahead', ahead.message, { details: { lastSeq: ahead.lastSeq } }));
     return;
   }
   if (res.destroyed || req.destroyed) return;

@@ -20,7 +20,7 @@ import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal } from '../../types.js';
 import { ANONYMOUS_PRINCIPAL } from '../http.js';
-import { type StreamConnection, type StreamsContext, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
+import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
 import {
   CloseCode,
   type ClientFrame,
@@ -269,7 +269,10 @@ class WsConnection implements StreamConnection {
     if (!this.subs.has(sessionId) && this.subs.size >= MAX_SUBSCRIPTIONS) {
       return this.error('subscription.limit', `a connection may follow at most ${MAX_SUBSCRIPTIONS} sessions: unsubscribe from one first`, ref, sessionId);
     }
-    const { lastSeq } = await session.snapshot();
+    const ahead = await cursorPastEnd(session, after, 'resumeFrom');
+    if (this.closed) return;
+    if (ahead !== undefined) return this.error('cursor.ahead', ahead.message, ref, sessionId);
+    const lastSeq = ahead === undefined ? (await session.snapshot()).lastSeq : 0;
     if (this.closed) return;
     this.dropSubscription(sessionId);
     this.reply(withRef({ type: 'subscribed', sessionId, lastSeq }, ref), sessionId);

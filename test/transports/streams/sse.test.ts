@@ -76,6 +76,20 @@ describe('streams: SSE over 127.0.0.1 against the real runtime', () => {
     expect(JSON.parse(r.body!)).toEqual({ error: { code: 'cursor.invalid', message: expect.stringContaining('Last-Event-ID') } });
   });
 
+  it('sse:resume:past-end — a Last-Event-ID or ?after past the end of the session\'s log is a 400 cursor.ahead naming the last seq', async () => {
+    const r = await readSse(url(), { headers: { ...auth(ACME), 'last-event-id': String(last() + 1) } });
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body!)).toEqual({
+      error: { code: 'cursor.ahead', message: expect.stringContaining(`Last-Event-ID ${last() + 1} is past the end`), details: { lastSeq: last() } },
+    });
+    const q = await readSse(url(`?after=${last() + 50}`), { headers: auth(ACME) });
+    expect(q.status).toBe(400);
+    expect(JSON.parse(q.body!).error.message).toContain('?after');
+    // The last seq itself is a valid cursor (nothing new yet).
+    const atEnd = await readSse(url(), { headers: { ...auth(ACME), 'last-event-id': String(last()) }, timeoutMs: 300 });
+    expect(atEnd.status).toBe(200);
+  });
+
   it('sse:tenant — another tenant\'s session is refused exactly like a missing one', async () => {
     const other = await readSse(url(), { headers: auth('globex:gus') });
     const missing = await readSse(`${srv.base}/sessions/sess_missing/events`, { headers: auth('globex:gus') });

@@ -103,6 +103,16 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     }
   });
 
+  it('ws:resume:past-end — resumeFrom past the end of the session\'s log is an error cursor.ahead, not a silent subscription', async () => {
+    const c = await connect();
+    const lastSeq = recorded.at(-1)!.seq;
+    c.send({ type: 'subscribe', sessionId, resumeFrom: lastSeq + 1, ref: 'ahead' });
+    const err = await c.next((f) => f.ref === 'ahead');
+    expect(err).toMatchObject({ type: 'error', code: 'cursor.ahead', sessionId, message: expect.stringContaining(`resumeFrom ${lastSeq + 1} is past the end`) });
+    c.send({ type: 'subscribe', sessionId, resumeFrom: lastSeq, ref: 'at-end' });
+    expect(await c.next((f) => f.ref === 'at-end')).toMatchObject({ type: 'subscribed', lastSeq });
+  });
+
   it('ws:send-approve — send starts a turn, approve answers the approval via websocket, the turn completes', async () => {
     const approver = await connect('acme:amy:approver');
     const firstTurnEnd = recorded.at(-1)!.seq;
