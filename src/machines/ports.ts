@@ -14,7 +14,9 @@ import type {
   SessionEvent,
   Usage,
   DoubleTextingPolicy,
+  InboundMessage,
 } from '../types.js';
+import type { SendOptions } from '../api.js';
 
 export type MaybePromise<T> = T | Promise<T>;
 
@@ -79,6 +81,18 @@ export interface PersistedSession {
   host: Record<string, unknown>;
 }
 
+/**
+ * A message accepted behind a running turn (double-texting `queue`), stored as its own record
+ * from the step that accepts it until the step that starts its turn (`StepCommit.dequeue`).
+ */
+export interface QueuedEntry {
+  turnId: string;
+  /** Place in the session's queue: read back in ascending order (a message put back in front gets a lower one). */
+  pos: number;
+  message: InboundMessage;
+  opts: SendOptions;
+}
+
 /** Everything one step writes, committed atomically before any of its events is published. */
 export interface StepCommit {
   /**
@@ -90,7 +104,12 @@ export interface StepCommit {
   mailbox?: MailboxEntry[];
   executions?: ExecutionRecord[];
   approvals?: ApprovalRecord[];
+  /** The store keeps only the latest snapshot of a session: a new one replaces the last. */
   snapshot?: PersistedSession;
+  /** Messages queued in this step (kept until dequeued; applied before `dequeue`). */
+  enqueue?: QueuedEntry[];
+  /** Turn ids of queued messages whose turn starts in this step (unknown ids are ignored). */
+  dequeue?: string[];
 }
 
 export interface SessionStore {
@@ -108,13 +127,19 @@ export interface SessionStore {
   /** Removes the session and everything recorded for it. */
   deleteSession(id: string): MaybePromise<void>;
 
-  /** Atomic: the events, mailbox entries, executions, approvals and snapshot of one step. */
+  /** Atomic: the events, mailbox entries, executions, approvals, queue changes and snapshot of one step. */
   commit(sessionId: string, step: StepCommit): MaybePromise<void>;
 
   /** Events with seq > afterSeq, in order. */
   readEvents(sessionId: string, afterSeq: number, limit?: number): MaybePromise<SessionEvent[]>;
   lastSeq(sessionId: string): MaybePromise<number>;
-  readMailbox(sessionId: string): MaybePromise<MailboxEntry[]>;
+  /**
+   * The mailbox after its first `afterN` entries (default 0: all of it), in order. The mailbox is
+   * append-only, so a reader holding the first n entries reads only what is new.
+   */
+  readMailbox(sessionId: string, afterN?: number): MaybePromise<MailboxEntry[]>;
+  /** The session's queued messages (enqueued and not yet dequeued), in `pos` order. */
+  readQueue(sessionId: string): MaybePromise<QueuedEntry[]>;
   readExecutions(sessionId: string): MaybePromise<ExecutionRecord[]>;
   loadSnapshot(sessionId: string): MaybePromise<PersistedSession | undefined>;
 

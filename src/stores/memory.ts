@@ -13,7 +13,7 @@ import type {
   MailboxEntry,
   SessionEvent,
 } from '../types.js';
-import type { PersistedSession, SessionRecord, StepCommit } from '../machines/ports.js';
+import type { PersistedSession, QueuedEntry, SessionRecord, StepCommit } from '../machines/ports.js';
 import type { SyncSessionStore } from './index.js';
 
 export type StoreErrorCode =
@@ -86,6 +86,44 @@ export function checkStep(sessionId: string, step: StepCommit, lastSeq: number):
       }
     }
   }
+  if (step.enqueue !== undefined || step.dequeue !== undefined) checkQueue(sessionId, step);
+}
+
+/** Checks a step's queue changes (see StepCommit.enqueue / dequeue). */
+function checkQueue(sessionId: string, step: StepCommit): void {
+  const enqueue = step.enqueue;
+  if (enqueue !== undefined) {
+    for (let i = 0; i < enqueue.length; i++) {
+      const q = enqueue[i] as QueuedEntry;
+      const problem =
+        q === null || typeof q !== 'object'
+          ? 'is not an object'
+          : typeof q.turnId !== 'string' || q.turnId === ''
+            ? 'has no turnId'
+            : !Number.isSafeInteger(q.pos)
+              ? `has pos ${JSON.stringify(q.pos)} (an integer is required)`
+              : q.message === null || typeof q.message !== 'object' || typeof q.message.text !== 'string'
+                ? 'has no message text'
+                : undefined;
+      if (problem !== undefined) {
+        throw storeError('store.invalid_argument', `session ${sessionId}: queued message ${i} of the commit ${problem}; nothing of this commit was written`, {
+          sessionId,
+          index: i,
+        });
+      }
+    }
+  }
+  const dequeue = step.dequeue;
+  if (dequeue !== undefined) {
+    for (let i = 0; i < dequeue.length; i++) {
+      if (typeof dequeue[i] !== 'string') {
+        throw storeError('store.invalid_argument', `session ${sessionId}: dequeue ${i} of the commit is not a turn id; nothing of this commit was written`, {
+          sessionId,
+          index: i,
+        });
+      }
+    }
+  }
 }
 
 function mismatch(sessionId: string, what: string, index: number, got: unknown): TurnstateError {
@@ -94,6 +132,20 @@ function mismatch(sessionId: string, what: string, index: number, got: unknown):
     `commit to session ${sessionId}: ${what} ${index} names session ${JSON.stringify(got)}; nothing of this commit was written`,
     { sessionId, got, index },
   );
+}
+
+/** Validates readMailbox's `afterN`; returns it as a whole count (0 when absent). */
+export function checkAfterN(afterN: number | undefined): number {
+  if (afterN === undefined) return 0;
+  if (typeof afterN !== 'number' || Number.isNaN(afterN) || afterN < 0) {
+    throw storeError('store.invalid_argument', `readMailbox: afterN must be a non-negative number, got ${JSON.stringify(afterN)}`);
+  }
+  return Math.floor(afterN);
+}
+
+/** Orders queued messages as a store returns them. */
+export function byPos(a: QueuedEntry, b: QueuedEntry): number {
+  return a.pos - b.pos;
 }
 
 /** Validates readEvents arguments; returns the limit as a count (Infinity when absent). */
@@ -156,6 +208,8 @@ interface SessionData {
   mailbox: MailboxEntry[];
   executions: ExecutionRecord[];
   snapshot: PersistedSession | undefined;
+  /** Queued messages by turn id; created with the session's first one. */
+  queue: Map<string, QueuedEntry> | undefined;
   /** Created with the session's first approval (most sessions have none). */
   approvalIds: Set<string> | undefined;
 }
@@ -184,6 +238,7 @@ export function createMemoryStore(): SyncSessionStore {
         mailbox: [],
         executions: [],
         snapshot: undefined,
+        queue: undefined,
         approvalIds: undefined,
       });
     },
@@ -217,7 +272,7 @@ export function createMemoryStore(): SyncSessionStore {
       if (s === undefined && step.session !== undefined && step.session.id === sessionId) {
         checkRecord(step.session);
         checkStep(sessionId, step, 0);
-        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, approvalIds: undefined };
+        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, queue: undefined, approvalIds: undefined };
         sessions.set(sessionId, s);
       }
       if (s === undefined) throw sessionNotFound(sessionId);
@@ -248,6 +303,10 @@ export function createMemoryStore(): SyncSessionStore {
         }
       }
       if (step.snapshot !== undefined) s.snapshot = step.snapshot;
+      const enqueue = step.enqueue;
+      if (enqueue !== undefined) for (let i = 0; i < enqueue.length; i++) (s.queue ??= new Map()).set((enqueue[i] as QueuedEntry).turnId, enqueue[i] as QueuedEntry);
+      const dequeue = step.dequeue;
+      if (dequeue !== undefined && s.queue !== undefined) for (let i = 0; i < dequeue.length; i++) s.queue.delete(dequeue[i] as string);
     },
 
     readEvents(sessionId, afterSeq, limit) {
@@ -267,10 +326,17 @@ export function createMemoryStore(): SyncSessionStore {
       return sessions.get(sessionId)?.events.length ?? 0;
     },
 
-    readMailbox(sessionId) {
+    readMailbox(sessionId, afterN) {
       open();
+      const after = checkAfterN(afterN);
       const s = sessions.get(sessionId);
-      return s === undefined ? [] : s.mailbox.slice();
+      return s === undefined ? [] : s.mailbox.slice(after);
+    },
+
+    readQueue(sessionId) {
+      open();
+      const q = sessions.get(sessionId)?.queue;
+      return q === undefined ? [] : [...q.values()].sort(byPos);
     },
 
     readExecutions(sessionId) {
