@@ -124,6 +124,17 @@ export interface RuntimeLimits {
   maxFreeTextNudges: number;
   maxHandoffsPerTurn: number;
   executionResultMaxChars: number;
+  /**
+   * Messages that may wait behind a session's running turn (queued, or joined to it under
+   * `interrupt`); one more is refused with TurnstateError('session.queue_full') (HTTP 429).
+   * Default 100.
+   */
+  maxQueuedMessages: number;
+  /**
+   * Mailbox entries kept in memory, over all sessions between turns, so a session that wakes
+   * reads only what is new (least recently used sessions go first; 0 keeps none). Default 100,000.
+   */
+  historyCacheEntries: number;
 }
 
 export interface CreateSessionOptions {

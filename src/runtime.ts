@@ -15,6 +15,7 @@ import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
+import { HistoryCache } from './host/history-cache.js';
 import type { SessionRecord, SessionStore } from './machines/ports.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
@@ -32,7 +33,17 @@ export const DEFAULT_LIMITS: RuntimeLimits = {
   maxFreeTextNudges: 2,
   maxHandoffsPerTurn: 4,
   executionResultMaxChars: 8192,
+  maxQueuedMessages: 100,
+  historyCacheEntries: 100_000,
 };
+
+/** The limits this module adds checks for: a count (`min` or more). */
+function checkCount(limits: RuntimeLimits, name: 'maxQueuedMessages' | 'historyCacheEntries', min: number): void {
+  const v = limits[name];
+  if (!Number.isSafeInteger(v) || v < min) {
+    throw new TurnstateError('runtime.options', `limits.${name} must be an integer of at least ${min}, got ${JSON.stringify(v)}`);
+  }
+}
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -91,6 +102,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  checkCount(limits, 'maxQueuedMessages', 1);
+  checkCount(limits, 'historyCacheEntries', 0);
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
   const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
@@ -151,6 +164,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     onActivity: (h) => {
       h.lastActive = clock.now();
     },
+    historyCache: new HistoryCache(limits.historyCacheEntries),
     ...(options.inspect ? { inspect: options.inspect } : {}),
   };
 
@@ -180,11 +194,11 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const p = (async () => {
       const record = await store.getSession(id);
       if (!record) return undefined;
-      const [snapshot, lastSeq] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id)]);
+      const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
       const host = new SessionHost(deps, record, lastSeq, snapshot);
       hosts.set(id, host);
       const hostState = snapshot?.host as HostState | undefined;
-      if (host.turnState() !== 'idle' || hostState?.queue?.length) await host.recover(hostState);
+      if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
       return host;
     })();
     loading.set(id, p);
@@ -281,6 +295,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       host?.stop();
       hosts.delete(id);
       handles.delete(id);
+      deps.historyCache?.drop(id);
       await store.deleteSession(id);
       return true;
     },
@@ -299,7 +314,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
         if (hosts.has(rec.id)) continue;
         const snap = await store.loadSnapshot(rec.id);
         const hs = snap?.host as HostState | undefined;
-        if (!hs?.turn && !hs?.queue?.length) continue;
+        if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
         const host = await activate(rec.id);
         if (host) resumed.push(rec.id);
       }

@@ -20,7 +20,7 @@ import type {
   TurnRef,
 } from '../api.js';
 import { ModelError, TurnstateError } from '../errors.js';
-import type { ModelEvent, ModelPort, PersistedSession, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
+import type { ModelEvent, ModelPort, PersistedSession, QueuedEntry, SessionRecord, SessionStore, StepCommit } from '../machines/ports.js';
 import type { SessionContext, SessionMachine, SessionMachineEvent } from '../machines/session.machine.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
@@ -46,6 +46,8 @@ import type {
 } from '../types.js';
 import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
+import { HistoryCache, wakeMailbox } from './history-cache.js';
+import { MessageQueue } from './queue.js';
 import {
   addUsage,
   deferred,
@@ -57,7 +59,6 @@ import {
   ZERO,
   type ActiveTurn,
   type HostState,
-  type QueuedMessage,
 } from './turn.js';
 import type { ActorTools, ToolCatalog } from './tool-catalog.js';
 
@@ -82,6 +83,8 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: SessionHost) => void;
+  /** Mailboxes and histories of sleeping sessions (see history-cache.ts); none kept without it. */
+  historyCache?: HistoryCache;
 }
 
 export class SessionHost implements SessionHandle {
@@ -105,7 +108,7 @@ export class SessionHost implements SessionHandle {
   private readonly subject = new Subject<SessionEvent>();
   private seq: number;
   private turn: ActiveTurn | null = null;
-  private readonly queue: QueuedMessage[] = [];
+  private readonly queue: MessageQueue;
   private mailboxCache: MailboxEntry[] | null = null;
   /** Incremental model history per actor (dropped with the mailbox cache). */
   private histories: Map<string, HistoryView> | null = null;
@@ -125,6 +128,7 @@ export class SessionHost implements SessionHandle {
     this.id = record.id;
     this.record = record;
     this.seq = lastSeq;
+    this.queue = new MessageQueue(record.id, deps.limits.maxQueuedMessages);
     this.groupCommit = deps.store.groupCommit
       ? new GroupCommit(deps.store, record.id, (events) => this.fanout(events), (firstSeq) => {
           // Nothing of the buffer was written or published: take its seqs back; caches are rebuilt.
@@ -176,6 +180,12 @@ export class SessionHost implements SessionHandle {
     this.live.stop();
     this.live = null;
     this.abortCtl = null;
+    this.keepMailbox();
+  }
+
+  /** Hand the mailbox and histories to the runtime's cache (kept across sleep and passivation). */
+  private keepMailbox(): void {
+    if (this.mailboxCache) this.deps.historyCache?.put(this.id, { entries: this.mailboxCache, histories: this.histories });
     this.histories = null;
     this.mailboxCache = null;
   }
@@ -240,9 +250,8 @@ export class SessionHost implements SessionHandle {
 
   private persisted(): PersistedSession {
     const t = this.turn;
-    const host: HostState = {
-      queue: this.queue.map((q) => ({ turnId: q.turnId, message: q.message, opts: q.opts })),
-    };
+    // Queued messages are journaled records of their own (queue.ts), not part of the snapshot.
+    const host: HostState = {};
     if (t) {
       // Copies: a store may keep the object (the memory store does) while the turn goes on.
       host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
@@ -257,6 +266,7 @@ export class SessionHost implements SessionHandle {
    */
   private commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
     const events = step.events;
+    this.queue.stage(step);
     if (withSnapshot) step.snapshot = this.persisted();
     if (this.groupCommit) return this.group(step);
     const run = () => {
@@ -340,8 +350,11 @@ export class SessionHost implements SessionHandle {
     if (!this.mailboxCache) {
       // The store must hold what group commit has buffered before it is read back.
       this.barrier();
-      const m = await this.deps.store.readMailbox(this.id);
-      if (!this.mailboxCache) this.mailboxCache = m.slice();
+      const v = await wakeMailbox(this.deps.historyCache, this.deps.store, this.id);
+      if (!this.mailboxCache) {
+        this.mailboxCache = v.entries;
+        this.histories = v.histories;
+      }
     }
     return this.mailboxCache;
   }
@@ -463,10 +476,11 @@ export class SessionHost implements SessionHandle {
       if (policy === 'reject') {
         throw new TurnstateError(
           'session.busy',
-          `session ${this.id} is running turn ${t?.turnId ?? this.queue[0]?.turnId}; its double-texting policy is "reject", so this message was not accepted — send it again after the turn settles`,
+          `session ${this.id} is running turn ${t?.turnId ?? this.queue.first()?.turnId}; its double-texting policy is "reject", so this message was not accepted — send it again after the turn settles`,
           { details: { sessionId: this.id, turnId: t?.turnId } },
         );
       }
+      this.queue.assertRoom(t?.joined.length ?? 0);
       if (policy === 'interrupt' && t && !t.pending.size && this.turnState() === 'awaiting' && !t.ending) {
         // Flag before awaiting: the running call must not finish unaware of the joined message.
         // The message is durable at once (in the host state); it enters the mailbox when the
@@ -479,9 +493,10 @@ export class SessionHost implements SessionHandle {
         return { turnId: t.turnId, queued: false, settled: t.promise };
       }
       const d = deferred<TurnOutcome>();
-      const q: QueuedMessage = { turnId: this.deps.newId('turn'), message: msg, opts, ...d };
+      const q = { turnId: this.deps.newId('turn'), message: msg, opts, ...d };
       this.queue.push(q);
-      await this.commit({}, true);
+      // The message is written as its own record (queue.ts): no snapshot.
+      await this.commit({});
       this.barrier();
       return { turnId: q.turnId, queued: true, settled: q.promise };
     }
@@ -1367,15 +1382,13 @@ export class SessionHost implements SessionHandle {
    * was working calls the model again. A tool call whose `tool.called` was recorded without a
    * result is never run again (at most once): the model is told its outcome is unknown.
    */
-  async recover(host: HostState | undefined): Promise<void> {
+  async recover(host: HostState | undefined, queued: readonly QueuedEntry[] = []): Promise<void> {
     const state = this.turnState();
-    if (state === 'idle' && !host?.queue.length) return;
-    if (host?.queue.length) {
-      for (const q of host.queue) {
-        const d = deferred<TurnOutcome>();
-        this.queue.push({ ...q, ...d });
-      }
-    }
+    // A snapshot written before queued messages were records of their own carries them itself.
+    const legacy = queued.length ? undefined : host?.queue;
+    if (state === 'idle' && !queued.length && !legacy?.length) return;
+    this.queue.restore(queued);
+    if (legacy) for (const q of legacy) this.queue.push({ ...q, ...deferred<TurnOutcome>() });
     if (state === 'idle' || !host?.turn) {
       if (state === 'idle') this.next();
       return;
@@ -1510,6 +1523,7 @@ export class SessionHost implements SessionHandle {
       // The store refused it: recover() resumes from what it holds.
     }
     this.closed = true;
+    this.keepMailbox();
     this.turn?.abort?.abort();
     this.live?.stop();
     this.subject.complete();
