@@ -29,6 +29,10 @@ export interface ModelRequest {
   /** Model id (actor's, else the port's default). */
   model?: string;
   system: string;
+  /**
+   * The history (for a turn's calls, the session's own incremental history: read-only, and valid
+   * until the call ends; a port that keeps the request longer copies it).
+   */
   messages: ModelMessage[];
   tools: ModelTool[];
   /** `any` forces tool use (default); `auto` when thinking is on. */

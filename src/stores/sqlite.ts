@@ -597,6 +597,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         }
         return out;
       }
+      // Nothing new since this store's last commit to the session: no read.
+      const h = heads.get(sessionId);
+      if (h !== undefined && h.ord <= after) return out;
       // From the newest commit back to the first one holding entry afterN + 1: the cost is what
       // is new, not the length of the conversation.
       const batches: MailboxEntry[][] = [];
