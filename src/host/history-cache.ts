@@ -5,6 +5,9 @@
  * wakes takes its view back and reads only the entries written after it (`readMailbox(id, n)`),
  * so a turn costs the same at the 10th and at the 5,000th turn of a conversation.
  *
+ * Only mailboxes of at least MIN_KEPT_ENTRIES entries are kept: a shorter one is read again when
+ * its session wakes, a read bounded by that size, so an idle short session costs no memory here.
+ *
  * A view is owned by one party at a time: the awake host (which appends to it as it commits) or
  * this cache (while the session sleeps). A session deleted, or whose write failed, is dropped.
  */
@@ -20,13 +23,22 @@ export interface MailboxView {
   histories: Map<string, HistoryView> | null;
 }
 
+/** Mailboxes shorter than this are not kept (re-reading at most this many entries is cheap). */
+export const MIN_KEPT_ENTRIES = 256;
+
 export class HistoryCache {
   /** Views by session id; Map order is least recently put first. */
   private readonly views = new Map<string, MailboxView>();
   private held = 0;
 
-  /** `budget`: mailbox entries kept at most, over every sleeping session (0 keeps none). */
-  constructor(readonly budget: number) {}
+  /**
+   * `budget`: mailbox entries kept at most, over every sleeping session (0 keeps none);
+   * `minEntries`: shorter mailboxes are not kept.
+   */
+  constructor(
+    readonly budget: number,
+    readonly minEntries = MIN_KEPT_ENTRIES,
+  ) {}
 
   /** Entries held now (for tests and operators). */
   get size(): number {
@@ -45,7 +57,8 @@ export class HistoryCache {
   /** Keep a sleeping session's view; the least recently kept go while over budget. */
   put(sessionId: string, view: MailboxView): void {
     this.drop(sessionId);
-    if (view.entries.length > this.budget) return;
+    const n = view.entries.length;
+    if (n < this.minEntries || n > this.budget) return;
     this.views.set(sessionId, view);
     this.held += view.entries.length;
     while (this.held > this.budget) {

@@ -9,7 +9,7 @@ import type { SessionStore } from '../../src/machines/ports.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
-import { HistoryCache } from '../../src/host/history-cache.js';
+import { HistoryCache, MIN_KEPT_ENTRIES } from '../../src/host/history-cache.js';
 import type { MailboxEntry } from '../../src/types.js';
 import type { ModelScript } from '../../src/models/script.js';
 
@@ -41,6 +41,9 @@ function normalized(x: unknown): unknown {
   return JSON.parse(text.replace(/toolu_[A-Za-z0-9_]+/g, (id) => ids.get(id) ?? (ids.set(id, `id${ids.size}`), `id${ids.size - 1}`)));
 }
 
+/** Enough turns for the mailbox to pass MIN_KEPT_ENTRIES (about 4 entries per turn). */
+const TURNS = 120;
+
 async function converse(historyCacheEntries: number, passivateEvery: number) {
   const { store, reads } = spied();
   const model = createScriptedModel(SCRIPT);
@@ -49,7 +52,7 @@ async function converse(historyCacheEntries: number, passivateEvery: number) {
   rt.registries.actors.register({ name: 'a', tools: ['look'] });
   const s = await rt.createSession({ id: 's1', actor: 'a' });
   const sizes: number[] = [];
-  for (let i = 0; i < 12; i++) {
+  for (let i = 0; i < TURNS; i++) {
     sizes.push((await store.readMailbox('s1')).length);
     reads.pop();
     await (await s.send(i % 3 === 0 ? `look ${i}` : `hello ${i}`)).settled;
@@ -65,9 +68,11 @@ async function converse(historyCacheEntries: number, passivateEvery: number) {
 describe('history cache', () => {
   it('history:wake:incremental — a session woken after sleeping or passivation reads only the mailbox entries written after its view', async () => {
     const { reads, sizes } = await converse(100_000, 4);
-    // A new session starts with an empty mailbox (no read); every later turn reads from where its view ends.
-    expect(reads).toEqual(sizes.slice(1));
-    expect(reads.every((n) => n > 0)).toBe(true);
+    // A new session starts with an empty mailbox (no read). While the mailbox is short it is read
+    // whole; once it holds MIN_KEPT_ENTRIES, every wake reads from where its view ends.
+    const expected = sizes.slice(1).map((n) => (n >= MIN_KEPT_ENTRIES ? n : 0));
+    expect(reads).toEqual(expected);
+    expect(expected.filter((n) => n > 0).length).toBeGreaterThan(TURNS / 3);
   });
 
   it('history:cache:same-requests — the model is sent the same history with the cache, without it (budget 0) and across passivation', async () => {
@@ -81,7 +86,7 @@ describe('history cache', () => {
   });
 
   it('history:cache:budget — least recently kept views go first; a view larger than the budget is not kept', () => {
-    const cache = new HistoryCache(10);
+    const cache = new HistoryCache(10, 0);
     const view = (n: number) => ({ entries: Array.from({ length: n }, (): MailboxEntry => ({ kind: 'user', text: 'x', turnId: 't', at: 'x' })), histories: null });
     cache.put('a', view(4));
     cache.put('b', view(4));
@@ -94,6 +99,15 @@ describe('history cache', () => {
     expect(cache.size).toBe(4);
     cache.drop('c');
     expect(cache.size).toBe(0);
+  });
+
+  it('history:cache:short — a mailbox shorter than MIN_KEPT_ENTRIES is not kept (an idle short session costs no memory; re-reading it is bounded)', () => {
+    const cache = new HistoryCache(100_000);
+    const view = (n: number) => ({ entries: Array.from({ length: n }, (): MailboxEntry => ({ kind: 'user', text: 'x', turnId: 't', at: 'x' })), histories: null });
+    cache.put('short', view(MIN_KEPT_ENTRIES - 1));
+    cache.put('long', view(MIN_KEPT_ENTRIES));
+    expect(cache.take('short')).toBeUndefined();
+    expect(cache.take('long')?.entries).toHaveLength(MIN_KEPT_ENTRIES);
   });
 
   it('history:cache:deleted — a deleted session\'s view is dropped: a new session of the same id starts from its own empty mailbox', async () => {
