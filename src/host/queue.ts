@@ -17,10 +17,11 @@ interface Item {
   pos: number;
 }
 
+/** Every session has one, mostly empty: its arrays are created with the first message. */
 export class MessageQueue {
-  private readonly items: Item[] = [];
-  private enqueued: QueuedEntry[] = [];
-  private dequeued: string[] = [];
+  private items: Item[] | null = null;
+  private enqueued: QueuedEntry[] | null = null;
+  private dequeued: string[] | null = null;
   /** The lowest and highest pos handed out (front and back). */
   private lo = 0;
   private hi = 0;
@@ -32,15 +33,15 @@ export class MessageQueue {
   ) {}
 
   get length(): number {
-    return this.items.length;
+    return this.items === null ? 0 : this.items.length;
   }
 
   first(): QueuedMessage | undefined {
-    return this.items[0]?.q;
+    return this.items?.[0]?.q;
   }
 
   *[Symbol.iterator](): IterableIterator<QueuedMessage> {
-    for (const item of this.items) yield item.q;
+    if (this.items !== null) for (const item of this.items) yield item.q;
   }
 
   /**
@@ -48,7 +49,7 @@ export class MessageQueue {
    * is at the limit: throws TurnstateError('session.queue_full') naming it. Nothing is accepted.
    */
   assertRoom(joined = 0): void {
-    const waiting = this.items.length + joined;
+    const waiting = this.length + joined;
     if (waiting < this.max) return;
     throw new TurnstateError(
       'session.queue_full',
@@ -69,9 +70,9 @@ export class MessageQueue {
 
   /** Take the next message; its removal is journaled with the next commit (its turn.started). */
   shift(): QueuedMessage | undefined {
-    const item = this.items.shift();
+    const item = this.items?.shift();
     if (item === undefined) return undefined;
-    this.dequeued.push(item.q.turnId);
+    (this.dequeued ??= []).push(item.q.turnId);
     return item.q;
   }
 
@@ -79,7 +80,7 @@ export class MessageQueue {
   restore(entries: readonly QueuedEntry[]): void {
     for (const e of entries) {
       const d = deferred<TurnOutcome>();
-      this.items.push({ q: { turnId: e.turnId, message: e.message, opts: e.opts, ...d }, pos: e.pos });
+      (this.items ??= []).push({ q: { turnId: e.turnId, message: e.message, opts: e.opts, ...d }, pos: e.pos });
       if (e.pos > this.hi) this.hi = e.pos;
       if (e.pos < this.lo) this.lo = e.pos;
     }
@@ -87,20 +88,21 @@ export class MessageQueue {
 
   /** Moves the staged queue changes into `step` (call once for every commit of the session). */
   stage(step: StepCommit): void {
-    if (this.enqueued.length) {
+    if (this.enqueued !== null) {
       step.enqueue = this.enqueued;
-      this.enqueued = [];
+      this.enqueued = null;
     }
-    if (this.dequeued.length) {
+    if (this.dequeued !== null) {
       step.dequeue = this.dequeued;
-      this.dequeued = [];
+      this.dequeued = null;
     }
   }
 
   private add(q: QueuedMessage, pos: number, front: boolean): void {
     const item = { q, pos };
-    if (front) this.items.unshift(item);
-    else this.items.push(item);
-    this.enqueued.push({ turnId: q.turnId, pos, message: q.message, opts: q.opts });
+    const items = (this.items ??= []);
+    if (front) items.unshift(item);
+    else items.push(item);
+    (this.enqueued ??= []).push({ turnId: q.turnId, pos, message: q.message, opts: q.opts });
   }
 }
