@@ -46,7 +46,7 @@ import type {
 } from '../types.js';
 import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
-import { HistoryCache, wakeMailbox } from './history-cache.js';
+import { type HistoryCache, wakeMailbox } from './history-cache.js';
 import { MessageQueue } from './queue.js';
 import {
   addUsage,
