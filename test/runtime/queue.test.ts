@@ -89,6 +89,34 @@ describe('the message queue', () => {
     await rt.close();
   });
 
+  it('durability:queue:legacy-snapshot — a session whose snapshot still carries its queue (written before queued messages were records) resumes it after a restart, and journals it', async () => {
+    const db = join(dir, 'legacy.db');
+    const first = buildDesk({ db, sideLog: join(dir, 'legacy.log') });
+    const s = await first.createSession({ id: 's-legacy', actor: 'desk' });
+    expect((await (await s.send('book Corfu')).settled).finalizedBy).toBe('suspended');
+    await s.send('hello later');
+    await first.close();
+    // Rewrite the file as an older turnstate left it: the queue inside the snapshot, no queue records.
+    const raw = createSqliteStore({ path: db });
+    const queued = raw.readQueue('s-legacy');
+    expect(queued.map((q) => q.message.text)).toEqual(['hello later']);
+    const snap = raw.loadSnapshot('s-legacy')!;
+    raw.commit('s-legacy', { dequeue: queued.map((q) => q.turnId), snapshot: { ...snap, host: { ...snap.host, queue: queued.map(({ turnId, message, opts }) => ({ turnId, message, opts })) } } });
+    expect(raw.readQueue('s-legacy')).toEqual([]);
+    raw.close();
+
+    const second = buildDesk({ db, sideLog: join(dir, 'legacy.log') });
+    expect((await second.recover()).resumed).toEqual(['s-legacy']);
+    // Journaled with the next step (whose snapshot no longer carries it, in the same commit).
+    await second.answerApproval(await pendingApproval(second.store, 's-legacy'), { approved: true }, { userId: 'ops' }, 'test');
+    const again = (await second.session('s-legacy'))!;
+    await again.idle();
+    const inputs = (await second.store.readEvents('s-legacy', 0)).flatMap((e) => (e.type === 'turn.started' ? [e.input.text] : []));
+    expect(inputs).toEqual(['book Corfu', 'hello later']);
+    expect(await second.store.readQueue('s-legacy')).toEqual([]);
+    await second.close();
+  });
+
   it('runtime:limits:invalid — a maxQueuedMessages or historyCacheEntries that is not a count is refused by name', () => {
     const model = { name: 'm', stream: async function* () {} };
     for (const [limits, name] of [[{ maxQueuedMessages: 0 }, 'maxQueuedMessages'], [{ maxQueuedMessages: 1.5 }, 'maxQueuedMessages'], [{ historyCacheEntries: -1 }, 'historyCacheEntries']] as const) {
