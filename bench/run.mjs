@@ -223,6 +223,11 @@ const tsSql = memBy.get('turnstate:sqlite');
 budget('retained memory per session after one turn (SQLite store: its data is off-heap)', tsSql?.bytesPerSessionAfter1Turn, 8192, '<=', (n, l) => (l ? '8 KB (8,192 B)' : `${(n / 1024).toFixed(1)} KB`), tsSql && `${tsSql.sessions.toLocaleString('en-US')} sessions`);
 const idle = passivation.find((r) => r.variant === 'turnstate:memory' && r.sessions === IDLE);
 budget(`${IDLE.toLocaleString('en-US')} sessions created and idle, passivated (heap + external)`, idle?.idleHeapDeltaMB, 100, '<', (n) => `${n} MB`, idle && `${idle.idleBytesPerSession} B per idle session, in-memory store (its records included)`);
+const longRows = suites.flatMap((o) => o.results).find((r) => r.suite === 'long-session')?.rows ?? [];
+const long5k = longRows.find((r) => r.variant === 'sleeping between turns' && r.turnsBefore === 5_000);
+const long10 = longRows.find((r) => r.variant === 'sleeping between turns' && r.turnsBefore === 10);
+budget('turn cost at 5,000 turns of one session vs at 10 (SQLite store)', long5k?.vsShort, 1.5, '<=', x,
+  long5k && `${long5k.cpuUsPerTurn} / ${long10?.cpuUsPerTurn} µs per turn, paired (bench/suites/long-session.mjs; round ratios ${long5k.vsShortMin}-${long5k.vsShortMax}x)`);
 
 /* ------------------------------------------------------------------ report */
 

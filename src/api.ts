@@ -14,6 +14,7 @@ import type {
   ExecutionRecord,
   InboundMessage,
   MailboxEntry,
+  QueuedEntry,
   ApprovalResolution,
   ContentBlock,
   MaybePromise,
@@ -214,6 +215,10 @@ export interface ModelRequest {
   /** Model id (actor's, else the port's default). */
   model?: string;
   system: string;
+  /**
+   * The history (for a turn's calls, the session's own incremental history: read-only, and valid
+   * until the call ends; a port that keeps the request longer copies it).
+   */
   messages: ModelMessage[];
   tools: ModelTool[];
   /** `any` forces tool use (default); `auto` when thinking is on. */
@@ -266,7 +271,13 @@ export interface SessionStore {
   /** Events with seq > afterSeq, in order. */
   readEvents(sessionId: string, afterSeq: number, limit?: number): MaybePromise<SessionEvent[]>;
   lastSeq(sessionId: string): MaybePromise<number>;
-  readMailbox(sessionId: string): MaybePromise<MailboxEntry[]>;
+  /**
+   * The mailbox after its first `afterN` entries (default 0: all of it), in order. The mailbox is
+   * append-only, so a reader holding the first n entries reads only what is new.
+   */
+  readMailbox(sessionId: string, afterN?: number): MaybePromise<MailboxEntry[]>;
+  /** The session's queued messages (enqueued and not yet dequeued), in `pos` order. */
+  readQueue(sessionId: string): MaybePromise<QueuedEntry[]>;
   readExecutions(sessionId: string): MaybePromise<ExecutionRecord[]>;
   loadSnapshot(sessionId: string): MaybePromise<PersistedSession | undefined>;
 
@@ -287,7 +298,7 @@ export interface SessionStore {
 /** The reading half of a store: what `Runtime.store` exposes (nothing that writes or closes). */
 export type SessionStoreReader = Pick<
   SessionStore,
-  'kind' | 'getSession' | 'listSessions' | 'readEvents' | 'lastSeq' | 'readMailbox' | 'readExecutions' | 'loadSnapshot' | 'getApproval' | 'listApprovals'
+  'kind' | 'getSession' | 'listSessions' | 'readEvents' | 'lastSeq' | 'readMailbox' | 'readQueue' | 'readExecutions' | 'loadSnapshot' | 'getApproval' | 'listApprovals'
 >;
 
 /* ------------------------------------------------------------------ artifact store port */

@@ -15,6 +15,17 @@ export interface RuntimeLimits {
   maxHandoffsPerTurn: number;
   /** Characters of a tool result kept in the execution log. */
   executionResultMaxChars: number;
+  /**
+   * Messages that may wait behind a session's running turn (queued, or joined to it under
+   * `interrupt`); one more is refused with TurnstateError('session.queue_full') (HTTP 429).
+   * Default 100.
+   */
+  maxQueuedMessages: number;
+  /**
+   * Mailbox entries kept in memory, over all sessions between turns, so a session that wakes
+   * reads only what is new (least recently used sessions go first; 0 keeps none). Default 100,000.
+   */
+  historyCacheEntries: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
@@ -23,6 +34,8 @@ export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
   maxFreeTextNudges: 2,
   maxHandoffsPerTurn: 4,
   executionResultMaxChars: 8192,
+  maxQueuedMessages: 100,
+  historyCacheEntries: 100_000,
 });
 
 /** The session machine's bounds (its input's `maxHandoffs` and `loop`) for the given runtime limits. */

@@ -17,6 +17,7 @@ import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
 import type { ArtifactStore } from './api.js';
+import { HistoryCache } from './host/history-cache.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -34,6 +35,14 @@ import { REASONING_TRACES } from './envelope/reasoning.js';
 import { artifactPartCheck } from './envelope/artifacts.js';
 import { surfacePartCheck } from './envelope/surface-check.js';
 import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
+
+/** The limits this module adds checks for: a count (`min` or more). */
+function checkCount(limits: RuntimeLimits, name: 'maxQueuedMessages' | 'historyCacheEntries', min: number): void {
+  const v = limits[name];
+  if (!Number.isSafeInteger(v) || v < min) {
+    throw new TurnstateError('runtime.options', `limits.${name} must be an integer of at least ${min}, got ${JSON.stringify(v)}`);
+  }
+}
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -102,6 +111,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const store: SessionStore = options.store ?? createMemoryStore();
   const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore();
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
+  checkCount(limits, 'maxQueuedMessages', 1);
+  checkCount(limits, 'historyCacheEntries', 0);
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
   const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
@@ -160,6 +171,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     onActivity: (h) => {
       h.lastActive = clock.now();
     },
+    historyCache: new HistoryCache(limits.historyCacheEntries),
     ...(options.inspect ? { inspect: options.inspect } : {}),
   };
 
@@ -189,11 +201,11 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const p = (async () => {
       const record = await store.getSession(id);
       if (!record) return undefined;
-      const [snapshot, lastSeq] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id)]);
+      const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
       const host = new SessionHost(deps, record, lastSeq, snapshot);
       hosts.set(id, host);
       const hostState = snapshot?.host as HostState | undefined;
-      if (host.turnState() !== 'idle' || hostState?.queue?.length) await host.recover(hostState);
+      if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
       return host;
     })();
     loading.set(id, p);
@@ -293,6 +305,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       host?.stop();
       hosts.delete(id);
       handles.delete(id);
+      deps.historyCache?.drop(id);
       await store.deleteSession(id);
       return true;
     },
@@ -323,7 +336,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
         if (hosts.has(rec.id)) continue;
         const snap = await store.loadSnapshot(rec.id);
         const hs = snap?.host as HostState | undefined;
-        if (!hs?.turn && !hs?.queue?.length) continue;
+        if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
         const host = await activate(rec.id);
         if (host) resumed.push(rec.id);
       }

@@ -333,7 +333,25 @@ export interface StepCommit {
   mailbox?: MailboxEntry[];
   executions?: ExecutionRecord[];
   approvals?: ApprovalRecord[];
+  /** The store keeps only the latest snapshot of a session: a new one replaces the last. */
   snapshot?: PersistedSession;
+  /** Messages queued in this step (kept until dequeued; applied before `dequeue`). */
+  enqueue?: QueuedEntry[];
+  /** Turn ids of queued messages whose turn starts in this step (unknown ids are ignored). */
+  dequeue?: string[];
+}
+
+/**
+ * A message accepted behind a running turn (double-texting `queue`), stored as its own record
+ * from the step that accepts it until the step that starts its turn (`StepCommit.dequeue`).
+ * `opts` are the send's options (SendOptions), kept as data.
+ */
+export interface QueuedEntry {
+  turnId: string;
+  /** Place in the session's queue: read back in ascending order (a message put back in front gets a lower one). */
+  pos: number;
+  message: InboundMessage;
+  opts: Record<string, unknown>;
 }
 
 /** Compile-time exhaustiveness for switches over unions. */

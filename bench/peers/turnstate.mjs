@@ -71,26 +71,27 @@ const runtimes = [];
 // temp dirs go even when a run fails or exits early
 process.on('exit', () => { for (const { dir } of runtimes) if (dir) rmSync(dir, { recursive: true, force: true }); });
 
-/** A runtime with the bench actor and its two tools registered; `options` are extra RuntimeOptions. */
-export async function makeRuntime(storeKind, options = {}) {
-  const scripted = createScriptedModel(SCRIPT, { name: 'bench-scripted' });
+/**
+ * A runtime with the bench actor and its two tools registered; `options` are extra RuntimeOptions;
+ * `sqlitePath` opens that SQLite file (kept) instead of a new one in a temp dir.
+ */
+export async function makeRuntime(storeKind, options = {}, sqlitePath) {
+  const scripted = createScriptedModel(SCRIPT, { name: 'bench-scripted', record: false });
   // Counts model calls for the sanity check and delegates the stream untouched. The ScriptedModel
-  // keeps its last 1,000 requests for test assertions; the peers' scripted models record nothing,
-  // so that list is emptied here to keep it out of the memory figures.
+  // records nothing (`record: false`), as the peers' scripted models, to keep its list of requests
+  // out of the memory figures.
   const model = {
     name: scripted.name,
     stream(req, signal) {
       counters.modelCalls++;
-      const events = scripted.stream(req, signal);
-      scripted.requests.length = 0;
-      return events;
+      return scripted.stream(req, signal);
     },
   };
   let store, dir;
   if (storeKind === 'sqlite') {
     const { createSqliteStore } = await import(DIST + 'stores/sqlite.js');
-    dir = mkdtempSync(join(tmpdir(), 'turnstate-bench-'));
-    store = await createSqliteStore({ path: join(dir, 'bench.db') });
+    if (sqlitePath === undefined) dir = mkdtempSync(join(tmpdir(), 'turnstate-bench-'));
+    store = await createSqliteStore({ path: sqlitePath ?? join(dir, 'bench.db') });
   } else {
     store = createMemoryStore();
   }

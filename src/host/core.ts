@@ -12,6 +12,7 @@ import type { EventRouter } from '../router/router.js';
 import type { ReasoningTraces } from '../envelope/reasoning.js';
 import type { ApprovalRecord, Part, Principal, Usage } from '../types.js';
 import type { Clock } from './clock.js';
+import type { HistoryCache } from './history-cache.js';
 import type { Journal } from './journal.js';
 import type { LiveMachine } from './live-machine.js';
 import type { ToolCatalog } from './tool-catalog.js';
@@ -40,6 +41,8 @@ export interface HostDeps {
   onActivity: (host: { lastActive: number }) => void;
   /** Where tools store artifacts (`ctx.artifacts`); none: handlers get no `ctx.artifacts`. */
   artifacts?: ArtifactStore;
+  /** Mailboxes and histories of sleeping sessions (see history-cache.ts); none kept without it. */
+  historyCache?: HistoryCache;
   /** What becomes of the model's thinking: kept, redacted or dropped (absent: kept). */
   reasoningTraces?: ReasoningTraces;
 }

@@ -65,7 +65,6 @@ export class EffectLoop {
     } finally {
       t.running = false;
     }
-    if (end === SETTLED) this.host.next();
   }
 
   private async drain(t: ActiveTurn): Promise<number> {
@@ -211,6 +210,9 @@ export class EffectLoop {
     await this.host.journal.commit({ events }, true);
     this.host.journal.barrier();
     t.resolve(outcome);
+    // At once, as the sender learns of the settlement: the next queued turn starts, or the
+    // session goes idle (and sleeps) before anything the sender does next.
+    this.host.next();
   }
 
   /** An error inside the loop fails the turn through the machine; if even that fails, waiters are released. */

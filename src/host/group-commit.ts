@@ -6,7 +6,7 @@
  * before a turn stops or settles, and before an approval answer returns. Events are published
  * only after the write that holds them has landed (write-ahead).
  */
-import type { SessionRecord, SessionStore, StepCommit, PersistedSession } from '../machines/ports.js';
+import type { QueuedEntry, SessionRecord, SessionStore, StepCommit, PersistedSession } from '../machines/ports.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
 
 /** What one write will hold (a class: one shape, whatever the steps carried). */
@@ -17,6 +17,8 @@ class Buffer {
   executions: ExecutionRecord[] = [];
   approvals: ApprovalRecord[] = [];
   snapshot: PersistedSession | undefined = undefined;
+  enqueue: QueuedEntry[] = [];
+  dequeue: string[] = [];
   /** The session's last seq before the buffer's first event (restored if the write fails). */
   constructor(readonly firstSeq: number) {}
 
@@ -28,6 +30,9 @@ class Buffer {
     if (approvals) for (let i = 0; i < approvals.length; i++) this.approvals.push(approvals[i]!);
     if (step.snapshot) this.snapshot = step.snapshot;
     if (step.session) this.session = step.session;
+    // A store applies enqueue before dequeue: a message queued and started within one buffer nets out.
+    if (step.enqueue) for (let i = 0; i < step.enqueue.length; i++) this.enqueue.push(step.enqueue[i]!);
+    if (step.dequeue) for (let i = 0; i < step.dequeue.length; i++) this.dequeue.push(step.dequeue[i]!);
   }
 }
 
@@ -106,6 +111,8 @@ export class GroupCommit {
     if (b.executions.length) step.executions = b.executions;
     if (b.approvals.length) step.approvals = b.approvals;
     if (b.snapshot) step.snapshot = b.snapshot;
+    if (b.enqueue.length) step.enqueue = b.enqueue;
+    if (b.dequeue.length) step.dequeue = b.dequeue;
     try {
       this.store.commit(this.sessionId, step);
     } catch (err) {

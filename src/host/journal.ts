@@ -10,7 +10,8 @@
  * - `events(afterSeq)` replays the log page by page, then goes live, each event once and in order.
  *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves.
  * - The mailbox and the derived model history are caches over the log: kept while the session is
- *   awake, dropped by `forget()`, rebuilt from the store on the next read.
+ *   awake, handed to the runtime's history cache by `forget()` (so a waking session reads only the
+ *   entries written after them), rebuilt from the store otherwise.
  */
 import { Observable, Subject } from 'rxjs';
 import type { PersistedSession, SessionStore, StepCommit } from '../machines/ports.js';
@@ -18,6 +19,7 @@ import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { MailboxEntry, SessionEvent, SessionEventBody } from '../types.js';
 import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
+import { type HistoryCache, wakeMailbox } from './history-cache.js';
 import { isPromise } from './turn.js';
 
 /** Events read from the store per page while replaying. */
@@ -39,12 +41,18 @@ export class Journal {
     /** The session's control state, persisted with steps that ask for it. */
     private readonly persisted: () => PersistedSession,
     fresh: boolean,
+    /** Adds what else rides every commit of the session (its queue's changes). */
+    private readonly stage: (step: StepCommit) => void,
+    /** Mailboxes of sleeping sessions, kept so a waking one reads only what is new. */
+    private readonly cache?: HistoryCache,
   ) {
     this.groupCommit = store.groupCommit
       ? new GroupCommit(store, sessionId, (events) => this.fanout(events), (firstSeq) => {
           // Nothing of the buffer was written or published: take its seqs back; caches are rebuilt.
           this.lastSeq = firstSeq;
-          this.forget();
+          this.mailboxCache = null;
+          this.histories = null;
+          this.cache?.drop(sessionId);
         })
       : null;
     // A brand-new session has an empty mailbox: no need to read it back from the store.
@@ -68,6 +76,7 @@ export class Journal {
 
   /** Commit one step, then publish its events. Synchronous for synchronous stores. */
   commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
+    this.stage(step);
     if (withSnapshot) step.snapshot = this.persisted();
     if (this.groupCommit) return this.group(step);
     if (this.commitChain) {
@@ -225,8 +234,11 @@ export class Journal {
   async mailbox(): Promise<MailboxEntry[]> {
     if (!this.mailboxCache) {
       this.barrier();
-      const m = await this.store.readMailbox(this.sessionId);
-      if (!this.mailboxCache) this.mailboxCache = m.slice();
+      const v = await wakeMailbox(this.cache, this.store, this.sessionId);
+      if (!this.mailboxCache) {
+        this.mailboxCache = v.entries;
+        this.histories = v.histories;
+      }
     }
     return this.mailboxCache;
   }
@@ -242,8 +254,9 @@ export class Journal {
     return h;
   }
 
-  /** Drop the caches (a sleeping session keeps only its store). */
+  /** The session sleeps: its mailbox and histories go to the runtime's cache (if any). */
   forget(): void {
+    if (this.mailboxCache) this.cache?.put(this.sessionId, { entries: this.mailboxCache, histories: this.histories });
     this.mailboxCache = null;
     this.histories = null;
   }

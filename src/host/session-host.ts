@@ -22,7 +22,7 @@ import type {
   TurnRef,
 } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import type { PersistedSession, SessionRecord } from '../machines/ports.js';
+import type { PersistedSession, QueuedEntry, SessionRecord } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
 import { withConsumers } from '../envelope/consumers.js';
 import { sessionMachineLimits } from '../limits.js';
@@ -35,7 +35,8 @@ import { assertClientToolNames } from './tool-catalog.js';
 import { outcomeStep } from './tool-results.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn } from './recovery.js';
-import { CALLS_ANSWERED, deferred, newTurn, ZERO, type ActiveTurn, type HostState, type QueuedMessage } from './turn.js';
+import { MessageQueue } from './queue.js';
+import { CALLS_ANSWERED, deferred, newTurn, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -49,7 +50,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   turn: ActiveTurn | null = null;
   closed = false;
   lastActive: number;
-  private readonly queue: QueuedMessage[] = [];
+  private readonly queue: MessageQueue;
   private idleWaiters: (() => void)[] = [];
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
@@ -59,7 +60,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.deps = deps;
     this.id = record.id;
     this.record = record;
-    this.journal = new Journal(record.id, deps.store, deps.clock, lastSeq, () => this.persisted(), lastSeq === 0 && !persisted);
+    this.queue = new MessageQueue(record.id, deps.limits.maxQueuedMessages);
+    this.journal = new Journal(record.id, deps.store, deps.clock, lastSeq, () => this.persisted(), lastSeq === 0 && !persisted, (step) => this.queue.stage(step), deps.historyCache);
     // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
     // than computing the initial state); only the entry actor differs.
     const snapshot = persisted ? persisted.machine : deps.initialSnapshot?.(record.actor);
@@ -90,7 +92,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
 
   private persisted(): PersistedSession {
     const t = this.turn;
-    const host: HostState = { queue: this.queue.map((q) => ({ turnId: q.turnId, message: q.message, opts: q.opts })) };
+    // Queued messages are journaled records of their own (queue.ts), not part of the snapshot.
+    const host: HostState = {};
     if (t) {
       // Copies: a store may keep the object (the memory store does) while the turn goes on.
       host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
@@ -174,10 +177,11 @@ export class SessionHost implements SessionHandle, LoopOwner {
       if (policy === 'reject') {
         throw new TurnstateError(
           'session.busy',
-          `session ${this.id} is running turn ${t?.turnId ?? this.queue[0]?.turnId}; its double-texting policy is "reject", so this message was not accepted — send it again after the turn settles`,
+          `session ${this.id} is running turn ${t?.turnId ?? this.queue.first()?.turnId}; its double-texting policy is "reject", so this message was not accepted — send it again after the turn settles`,
           { details: { sessionId: this.id, turnId: t?.turnId } },
         );
       }
+      this.queue.assertRoom(t?.joined.length ?? 0);
       if (policy === 'interrupt' && t && this.machine.ask({ type: 'JOIN', pending: t.pending.size }).length > 0) {
         // The machine lets it join. Flag before awaiting: the running call must not finish unaware
         // of the joined message. The message is durable at once (in the host state); it enters the
@@ -191,10 +195,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
         this.journal.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
       }
-      const d = deferred<TurnOutcome>();
-      const q: QueuedMessage = { turnId: this.deps.newId('turn'), message: msg, opts, ...d };
+      const q = { turnId: this.deps.newId('turn'), message: msg, opts, ...deferred<TurnOutcome>() };
       this.queue.push(q);
-      await this.journal.commit({}, true);
+      // The message is written as its own record (queue.ts): no snapshot.
+      await this.journal.commit({});
       this.journal.barrier();
       return { turnId: q.turnId, queued: true, settled: q.promise };
     }
@@ -325,10 +329,13 @@ export class SessionHost implements SessionHandle, LoopOwner {
    * Resume after a restart: queued messages go back in line; an unfinished turn's recovery plan
    * (recovery.ts) is fed to the machine, which decides whether it waits, calls again or settles.
    */
-  async recover(host: HostState | undefined): Promise<void> {
+  async recover(host: HostState | undefined, queued: readonly QueuedEntry[] = []): Promise<void> {
     const state = this.turnState();
-    if (state === 'idle' && !host?.queue.length) return;
-    for (const q of host?.queue ?? []) this.queue.push({ ...q, ...deferred<TurnOutcome>() });
+    // A snapshot written before queued messages were records of their own carries them itself.
+    const legacy = queued.length ? undefined : host?.queue;
+    if (state === 'idle' && !queued.length && !legacy?.length) return;
+    this.queue.restore(queued);
+    if (legacy) for (const q of legacy) this.queue.push({ ...q, ...deferred<TurnOutcome>() });
     if (state === 'idle' || !host?.turn) {
       if (state === 'idle') this.next();
       return;
@@ -352,6 +359,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
       // The store refused it: recover() resumes from what it holds.
     }
     this.closed = true;
+    this.journal.forget();
     this.turn?.abort?.abort();
     this.machine.stop();
     this.journal.complete();

@@ -64,7 +64,8 @@ export function newTurn(
 /** What the host persists besides the machine snapshot. */
 export interface HostState {
   turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
-  queue: { turnId: string; message: InboundMessage; opts: SendOptions }[];
+  /** Only in snapshots written before queued messages became records of their own (StepCommit.enqueue). */
+  queue?: { turnId: string; message: InboundMessage; opts: SendOptions }[];
 }
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };

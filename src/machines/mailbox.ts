@@ -18,8 +18,10 @@ export function deriveHistory(mailbox: readonly MailboxEntry[], actor: string): 
 
 /**
  * An incremental view of the history for one actor: `update(mailbox)` folds in only the entries
- * appended since the last call (the mailbox is append-only). Messages already handed out are
- * never mutated: merging into the last message replaces it.
+ * appended since the last call (the mailbox is append-only), so its cost is what is new, not the
+ * length of the conversation. It returns the view's own array (no copy): read-only, and valid
+ * until the next `update` (which appends to it and may replace its last message). A holder that
+ * keeps it longer copies it. Message objects are never mutated: merging replaces the last one.
  */
 export interface HistoryView {
   readonly actor: string;
@@ -81,7 +83,7 @@ export function createHistory(actor: string): HistoryView {
       if (out.length > 0 && out[0]!.role !== 'user') {
         return [{ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] }, ...out];
       }
-      return out.slice();
+      return out;
     },
   };
 }

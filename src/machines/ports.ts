@@ -4,4 +4,4 @@
  * keeps); the implementations live in models/ and stores/ and are wired in runtime.ts.
  */
 export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader, ArtifactStore, ArtifactRecord, ArtifactPut } from '../api.js';
-export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from '../types.js';
+export type { MaybePromise, PersistedSession, SessionRecord, StepCommit, QueuedEntry } from '../types.js';

@@ -10,6 +10,8 @@ import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule 
 
 export interface ScriptedModelOptions {
   name?: string;
+  /** Keep the last 100 requests in `requests` (default true; benchmarks turn it off). */
+  record?: boolean;
 }
 
 export interface ScriptedModel extends ModelPort {
@@ -40,8 +42,11 @@ export function createScriptedModel(script: ModelScript, opts: ScriptedModelOpti
       compiled = compile(next);
     },
     stream(req, signal) {
-      if (requests.length >= 100) requests.shift();
-      requests.push(req);
+      if (opts.record !== false) {
+        if (requests.length >= 100) requests.shift();
+        // Copied: the runtime's history array is valid only for the call (ModelRequest.messages).
+        requests.push({ ...req, messages: req.messages.slice() });
+      }
       return play(compiled, req, signal);
     },
   };

@@ -5,7 +5,7 @@
  */
 import { TurnstateError } from '../errors.js';
 import type { SessionStore } from '../api.js';
-import type { ApprovalRecord, ApprovalResolution, ExecutionRecord, SessionEvent, SessionRecord, StepCommit } from '../types.js';
+import type { ApprovalRecord, ApprovalResolution, ExecutionRecord, QueuedEntry, SessionEvent, SessionRecord, StepCommit } from '../types.js';
 
 /**
  * A SessionStore whose every method returns synchronously. The memory and SQLite stores are
@@ -87,6 +87,59 @@ export function checkStep(sessionId: string, step: StepCommit, lastSeq: number):
       }
     }
   }
+  if (step.enqueue !== undefined || step.dequeue !== undefined) checkQueue(sessionId, step);
+}
+
+/** Checks a step's queue changes (see StepCommit.enqueue / dequeue). */
+function checkQueue(sessionId: string, step: StepCommit): void {
+  const enqueue = step.enqueue;
+  if (enqueue !== undefined) {
+    for (let i = 0; i < enqueue.length; i++) {
+      const q = enqueue[i] as QueuedEntry;
+      const problem =
+        q === null || typeof q !== 'object'
+          ? 'is not an object'
+          : typeof q.turnId !== 'string' || q.turnId === ''
+            ? 'has no turnId'
+            : !Number.isSafeInteger(q.pos)
+              ? `has pos ${JSON.stringify(q.pos)} (an integer is required)`
+              : q.message === null || typeof q.message !== 'object' || typeof q.message.text !== 'string'
+                ? 'has no message text'
+                : undefined;
+      if (problem !== undefined) {
+        throw storeError('store.invalid_argument', `session ${sessionId}: queued message ${i} of the commit ${problem}; nothing of this commit was written`, {
+          sessionId,
+          index: i,
+        });
+      }
+    }
+  }
+  const dequeue = step.dequeue;
+  if (dequeue !== undefined) {
+    for (let i = 0; i < dequeue.length; i++) {
+      if (typeof dequeue[i] !== 'string') {
+        throw storeError('store.invalid_argument', `session ${sessionId}: dequeue ${i} of the commit is not a turn id; nothing of this commit was written`, {
+          sessionId,
+          index: i,
+        });
+      }
+    }
+  }
+}
+
+
+/** Validates readMailbox's `afterN`; returns it as a whole count (0 when absent). */
+export function checkAfterN(afterN: number | undefined): number {
+  if (afterN === undefined) return 0;
+  if (typeof afterN !== 'number' || Number.isNaN(afterN) || afterN < 0) {
+    throw storeError('store.invalid_argument', `readMailbox: afterN must be a non-negative number, got ${JSON.stringify(afterN)}`);
+  }
+  return Math.floor(afterN);
+}
+
+/** Orders queued messages as a store returns them. */
+export function byPos(a: QueuedEntry, b: QueuedEntry): number {
+  return a.pos - b.pos;
 }
 
 function mismatch(sessionId: string, what: string, index: number, got: unknown): TurnstateError {

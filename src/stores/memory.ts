@@ -11,12 +11,15 @@ import type {
   ExecutionRecord,
   MailboxEntry,
   PersistedSession,
+  QueuedEntry,
   SessionEvent,
   SessionRecord,
   StepCommit,
 } from '../types.js';
 import {
   approvalConflict,
+  byPos,
+  checkAfterN,
   checkRead,
   checkRecord,
   checkResolution,
@@ -34,6 +37,8 @@ interface SessionData {
   mailbox: MailboxEntry[];
   executions: ExecutionRecord[];
   snapshot: PersistedSession | undefined;
+  /** Queued messages by turn id; created with the session's first one. */
+  queue: Map<string, QueuedEntry> | undefined;
   /** Created with the session's first approval (most sessions have none). */
   approvalIds: Set<string> | undefined;
 }
@@ -62,6 +67,7 @@ export function createMemoryStore(): SyncSessionStore {
         mailbox: [],
         executions: [],
         snapshot: undefined,
+        queue: undefined,
         approvalIds: undefined,
       });
     },
@@ -95,7 +101,7 @@ export function createMemoryStore(): SyncSessionStore {
       if (s === undefined && step.session !== undefined && step.session.id === sessionId) {
         checkRecord(step.session);
         checkStep(sessionId, step, 0);
-        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, approvalIds: undefined };
+        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, queue: undefined, approvalIds: undefined };
         sessions.set(sessionId, s);
       }
       if (s === undefined) throw sessionNotFound(sessionId);
@@ -126,6 +132,10 @@ export function createMemoryStore(): SyncSessionStore {
         }
       }
       if (step.snapshot !== undefined) s.snapshot = step.snapshot;
+      const enqueue = step.enqueue;
+      if (enqueue !== undefined) for (let i = 0; i < enqueue.length; i++) (s.queue ??= new Map()).set((enqueue[i] as QueuedEntry).turnId, enqueue[i] as QueuedEntry);
+      const dequeue = step.dequeue;
+      if (dequeue !== undefined && s.queue !== undefined) for (let i = 0; i < dequeue.length; i++) s.queue.delete(dequeue[i] as string);
     },
 
     readEvents(sessionId, afterSeq, limit) {
@@ -145,10 +155,17 @@ export function createMemoryStore(): SyncSessionStore {
       return sessions.get(sessionId)?.events.length ?? 0;
     },
 
-    readMailbox(sessionId) {
+    readMailbox(sessionId, afterN) {
       open();
+      const after = checkAfterN(afterN);
       const s = sessions.get(sessionId);
-      return s === undefined ? [] : s.mailbox.slice();
+      return s === undefined ? [] : s.mailbox.slice(after);
+    },
+
+    readQueue(sessionId) {
+      open();
+      const q = sessions.get(sessionId)?.queue;
+      return q === undefined ? [] : [...q.values()].sort(byPos);
     },
 
     readExecutions(sessionId) {

@@ -14,9 +14,10 @@
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { TurnstateError } from '../errors.js';
-import type { ApprovalRecord, ExecutionRecord, MailboxEntry, PersistedSession, SessionEvent, SessionRecord, StepCommit } from '../types.js';
+import type { ApprovalRecord, ExecutionRecord, MailboxEntry, PersistedSession, QueuedEntry, SessionEvent, SessionRecord, StepCommit } from '../types.js';
 import {
   approvalConflict,
+  checkAfterN,
   checkRead,
   checkRecord,
   checkResolution,
@@ -73,12 +74,14 @@ interface Head {
   seq: number;
   ord: number;
   n: number;
+  /** The commit number of the log row holding the session's snapshot (0: none). */
+  snap: number;
 }
 
 const HEAD_CACHE_MAX = 10_000;
 
 /** Schema version written to `PRAGMA user_version`. */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 /** A session's commits are keyed `sk * LOG_SPAN + n` in `log` (n counts from 1). */
 const LOG_SPAN = 4294967296;
@@ -207,6 +210,35 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
       CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
     `);
   },
+  // v4: storage grows with what is stored, not with its square. A session keeps only its latest
+  // snapshot (a commit that carries one clears the row that held the last), and queued messages
+  // are rows of their own in `queue` (one per message, deleted when its turn starts) instead of
+  // riding every snapshot. Older snapshots are cleared; the queue of each latest snapshot moves
+  // to `queue`.
+  (db) => {
+    db.exec(`
+      CREATE TABLE queue (
+        sk      INTEGER NOT NULL,
+        turn_id TEXT    NOT NULL,
+        pos     INTEGER NOT NULL,
+        body    TEXT    NOT NULL,
+        PRIMARY KEY (sk, turn_id)
+      ) WITHOUT ROWID;
+      UPDATE log SET snapshot = NULL WHERE snapshot IS NOT NULL AND k NOT IN
+        (SELECT max(k) FROM log WHERE snapshot IS NOT NULL GROUP BY k / ${LOG_SPAN});
+    `);
+    const latest = db.prepare(`SELECT k, k / ${LOG_SPAN} AS sk, snapshot FROM log WHERE snapshot IS NOT NULL`).all() as { k: number | bigint; sk: number; snapshot: string }[];
+    const insert = db.prepare('INSERT INTO queue (sk, turn_id, pos, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
+    const rewrite = db.prepare('UPDATE log SET snapshot = ? WHERE k = ?');
+    for (const row of latest) {
+      const snap = JSON.parse(row.snapshot) as PersistedSession;
+      const queued = (snap.host as { queue?: Omit<QueuedEntry, 'pos'>[] } | undefined)?.queue;
+      if (!Array.isArray(queued)) continue;
+      queued.forEach((q, i) => insert.run(row.sk, q.turnId, i + 1, JSON.stringify({ ...q, pos: i + 1 })));
+      delete (snap.host as { queue?: unknown }).queue;
+      rewrite.run(JSON.stringify(snap), row.k);
+    }
+  },
 ];
 
 /** The file's schema version; a file written by a newer turnstate is refused rather than misread. */
@@ -234,6 +266,13 @@ export function migrateSqlite(db: Db): void {
       step(db);
       db.pragma(`user_version = ${v + 1}`);
     }).immediate();
+  }
+  // v4 cleared every snapshot but the latest of each session: give the space back to the file
+  // system once when most of the file became free (a v3 file grew with its snapshots).
+  if (from > 0 && from < 4) {
+    const free = db.pragma('freelist_count', { simple: true }) as number;
+    const pages = db.pragma('page_count', { simple: true }) as number;
+    if (free * 2 > pages) db.exec('VACUUM');
   }
 }
 
@@ -325,6 +364,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const deleteLog = q(`DELETE FROM log WHERE ${range}`);
   const deleteSession = q('DELETE FROM sessions WHERE id = ?');
   const deleteApprovals = q('DELETE FROM approvals WHERE session_id = ?');
+  const deleteQueue = q('DELETE FROM queue WHERE sk = ?');
+  const enqueue = q('INSERT INTO queue (sk, turn_id, pos, body) VALUES (?, ?, ?, ?) ON CONFLICT (sk, turn_id) DO UPDATE SET pos = excluded.pos, body = excluded.body');
+  const dequeue = q('DELETE FROM queue WHERE sk = ? AND turn_id = ?');
+  const selectQueue = q<string>('SELECT q.body FROM sessions s JOIN queue q ON q.sk = s.sk WHERE s.id = ? ORDER BY q.pos').pluck();
+  // The commit number of the row holding the session's snapshot (the latest rows first: it is near the end).
+  const snapRow = q<number>(`SELECT k - @sk * ${LOG_SPAN} FROM log WHERE ${range} AND snapshot IS NOT NULL ORDER BY k DESC LIMIT 1`).pluck();
+  const clearSnapshot = q(`UPDATE log SET snapshot = NULL WHERE k = ? * ${LOG_SPAN} + ?`);
 
   // Last seq, last mailbox ord and commit number of a session (a commit whose head is not cached).
   const head = q<[number, number, number]>(`SELECT last_seq, last_ord, k - @sk * ${LOG_SPAN} FROM log WHERE ${range} ORDER BY k DESC LIMIT 1`).raw();
@@ -341,6 +387,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const selectEvents = q<string>(`SELECT l.events ${fromSession} AND l.last_seq > @after AND l.events IS NOT NULL ORDER BY l.k`).pluck();
   const selectLastSeq = q<number>(`SELECT l.last_seq ${fromSession} ORDER BY l.k DESC LIMIT 1`).pluck();
   const selectMailbox = q<string>(`SELECT l.mailbox ${fromSession} AND l.mailbox IS NOT NULL ORDER BY l.k`).pluck();
+  // The newest commits first, for an incremental read (it stops at the first row it already has).
+  const selectMailboxBack = q<[number, string]>(`SELECT l.last_ord, l.mailbox ${fromSession} AND l.mailbox IS NOT NULL ORDER BY l.k DESC`).raw();
   const selectExecutions = q<string>(`SELECT l.executions ${fromSession} AND l.executions IS NOT NULL ORDER BY l.k`).pluck();
   // The latest snapshot: the last commit that carried one.
   const selectSnapshot = q<string>(`SELECT l.snapshot ${fromSession} AND l.snapshot IS NOT NULL ORDER BY l.k DESC LIMIT 1`).pluck();
@@ -367,12 +415,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       // commit under group commit): its log is empty. An existing session ignores the record.
       checkRecord(rec);
       const r = createSessionIfNew.run(rec.id, rec.tenantId ?? null, rec.createdAt, JSON.stringify(rec));
-      if (r.changes === 1) return { sk: Number(r.lastInsertRowid), seq: 0, ord: 0, n: 0 };
+      if (r.changes === 1) return { sk: Number(r.lastInsertRowid), seq: 0, ord: 0, n: 0, snap: 0 };
     }
     const sk = selectSk.get(sessionId);
     if (sk === undefined) throw sessionNotFound(sessionId);
     const last = head.get({ sk });
-    return last === undefined ? { sk, seq: 0, ord: 0, n: 0 } : { sk, seq: last[0], ord: last[1], n: last[2] };
+    if (last === undefined) return { sk, seq: 0, ord: 0, n: 0, snap: 0 };
+    return { sk, seq: last[0], ord: last[1], n: last[2], snap: snapRow.get({ sk }) ?? 0 };
   };
   const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
     const h = heads.get(sessionId) ?? headOf(sessionId, step);
@@ -390,6 +439,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       seq: hasEvents ? (events[events.length - 1] as SessionEvent).seq : lastSeq,
       ord: h.ord + (hasMailbox ? mailbox.length : 0),
       n: h.n,
+      snap: h.snap,
     };
     if (hasEvents || hasMailbox || hasExecutions || snapshot !== null) {
       next.n = h.n + 1;
@@ -404,7 +454,21 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         hasExecutions ? JSON.stringify(executions) : null,
         snapshot,
       );
+      if (snapshot !== null) {
+        // One snapshot per session: the row that held the last one gives it up.
+        if (h.snap > 0) clearSnapshot.run(h.sk, h.snap);
+        next.snap = next.n;
+      }
     }
+    const queued = step.enqueue;
+    if (queued !== undefined) {
+      for (let i = 0; i < queued.length; i++) {
+        const e = queued[i] as QueuedEntry;
+        enqueue.run(h.sk, e.turnId, e.pos, JSON.stringify(e));
+      }
+    }
+    const started = step.dequeue;
+    if (started !== undefined) for (let i = 0; i < started.length; i++) dequeue.run(h.sk, started[i]);
     const approvals = step.approvals;
     if (approvals !== undefined) {
       for (let i = 0; i < approvals.length; i++) {
@@ -422,7 +486,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
   const deleteTx = db.transaction((id: string) => {
     const sk = selectSk.get(id);
-    if (sk !== undefined) deleteLog.run({ sk });
+    if (sk !== undefined) {
+      deleteLog.run({ sk });
+      deleteQueue.run(sk);
+    }
     deleteSession.run(id);
     deleteApprovals.run(id);
   });
@@ -518,14 +585,42 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       return selectLastSeq.get({ sid: sessionId }) ?? 0;
     },
 
-    readMailbox(sessionId) {
+    readMailbox(sessionId, afterN) {
       open();
+      const after = checkAfterN(afterN);
       const out: MailboxEntry[] = [];
-      for (const body of selectMailbox.all({ sid: sessionId })) {
-        const batch = JSON.parse(body as string) as MailboxEntry[];
-        for (let i = 0; i < batch.length; i++) out.push(batch[i] as MailboxEntry);
+      if (after === 0) {
+        for (const body of selectMailbox.all({ sid: sessionId })) {
+          const batch = JSON.parse(body as string) as MailboxEntry[];
+          for (let i = 0; i < batch.length; i++) out.push(batch[i] as MailboxEntry);
+        }
+        return out;
+      }
+      // Nothing new since this store's last commit to the session: no read.
+      const h = heads.get(sessionId);
+      if (h !== undefined && h.ord <= after) return out;
+      // From the newest commit back to the first one holding entry afterN + 1: the cost is what
+      // is new, not the length of the conversation.
+      const batches: MailboxEntry[][] = [];
+      const skips: number[] = [];
+      for (const [lastOrd, body] of selectMailboxBack.iterate({ sid: sessionId }) as IterableIterator<[number, string]>) {
+        if (lastOrd <= after) break;
+        const batch = JSON.parse(body) as MailboxEntry[];
+        const first = lastOrd - batch.length + 1;
+        batches.push(batch);
+        skips.push(first > after ? 0 : after - first + 1);
+        if (first <= after + 1) break;
+      }
+      for (let b = batches.length - 1; b >= 0; b--) {
+        const batch = batches[b] as MailboxEntry[];
+        for (let i = skips[b] as number; i < batch.length; i++) out.push(batch[i] as MailboxEntry);
       }
       return out;
+    },
+
+    readQueue(sessionId) {
+      open();
+      return parseAll<QueuedEntry>(selectQueue.all(sessionId));
     },
 
     readExecutions(sessionId) {

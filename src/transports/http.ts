@@ -59,6 +59,7 @@ export function errorBody(code: string, message: string, path?: string): JsonErr
 const STATUS_BY_CODE: Record<string, number> = {
   'session.not_found': 404,
   'session.busy': 409,
+  'session.queue_full': 429,
   'approval.not_found': 404,
   'approval.already_resolved': 409,
   'approval.forbidden': 403,

@@ -1,6 +1,6 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,7 +104,7 @@ describe('sqlite store specifics', () => {
     const raw = new Database(path);
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all();
-    expect(tables).toEqual(['approvals', 'log', 'sessions', 'sqlite_sequence']);
+    expect(tables).toEqual(['approvals', 'log', 'queue', 'sessions', 'sqlite_sequence']);
     raw.pragma('user_version = 99');
     raw.close();
     expect(codeOf(() => createSqliteStore({ path }))).toBe('store.schema_too_new');
@@ -204,6 +204,72 @@ describe('sqlite store specifics', () => {
     expect(store.readEvents('s1', 3).map((e) => e.seq)).toEqual([4]);
     expect(store.readMailbox('s1')).toEqual([mail('a'), mail('b'), mail('c')]);
     store.close();
+  });
+
+  it('store:sqlite:one-snapshot — a session keeps only its latest snapshot: each commit with one clears the row that held the last, across reopen', () => {
+    const path = fresh();
+    let store = createSqliteStore({ path });
+    store.createSession(session('s1'));
+    store.createSession(session('s2'));
+    for (let n = 1; n <= 50; n++) {
+      store.commit('s1', { events: events('s1', n, 1), snapshot: snapshot(n) });
+      if (n % 10 === 0) store.commit('s2', { snapshot: snapshot(1000 + n) });
+      if (n === 25) {
+        store.close();
+        store = createSqliteStore({ path });
+      }
+    }
+    expect(store.loadSnapshot('s1')).toEqual(snapshot(50));
+    expect(store.loadSnapshot('s2')).toEqual(snapshot(1050));
+    store.close();
+    const raw = new Database(path, { readonly: true });
+    expect(raw.prepare('SELECT count(*) FROM log WHERE snapshot IS NOT NULL').pluck().get()).toBe(2);
+    raw.close();
+  });
+
+  it('store:sqlite:migrate-v3 — a version 3 file keeps only each session\'s latest snapshot, its queued messages become queue records, and the freed space is given back', () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.pragma('journal_mode = WAL');
+    raw.exec(`
+      CREATE TABLE sessions (sk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+      CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
+      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
+      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
+      CREATE INDEX approvals_session ON approvals (session_id);
+      CREATE INDEX approvals_status ON approvals (status);
+      PRAGMA user_version = 3;`);
+    for (const id of ['s1', 's2']) raw.prepare('INSERT INTO sessions (id, created_at, body) VALUES (?, ?, ?)').run(id, session(id).createdAt, JSON.stringify(session(id)));
+    // What v3 wrote for 120 queued messages of 10 KB: every commit a snapshot of the whole queue.
+    const text = (i: number) => `${i} ${'x'.repeat(10_000)}`;
+    const queueOf = (n: number) => Array.from({ length: n }, (_, i) => ({ turnId: `q${i}`, message: { text: text(i) }, opts: {} }));
+    const ins = raw.prepare('INSERT INTO log VALUES (?, ?, ?, ?, ?, NULL, ?)');
+    const LOG_SPAN = 2 ** 32;
+    ins.run(LOG_SPAN + 1, 1, 1, JSON.stringify(events('s1', 1, 1)), JSON.stringify([mail('book')]), JSON.stringify({ machine: { value: { turn: 'suspended' } }, host: { queue: [] } }));
+    for (let n = 1; n <= 120; n++) ins.run(LOG_SPAN + 1 + n, 1, 1, null, null, JSON.stringify({ machine: { value: { turn: 'suspended' } }, host: { queue: queueOf(n), turn: { turnId: 't0' } } }));
+    ins.run(2 * LOG_SPAN + 1, 1, 0, JSON.stringify(events('s2', 1, 1)), null, JSON.stringify(snapshot(7)));
+    raw.close();
+    const before = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+    expect(before).toBeGreaterThan(60 * 2 ** 20);
+
+    const store = createSqliteStore({ path });
+    expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect(store.loadSnapshot('s1')).toEqual({ machine: { value: { turn: 'suspended' } }, host: { turn: { turnId: 't0' } } });
+    expect(store.loadSnapshot('s2')).toEqual(snapshot(7));
+    const q = store.readQueue('s1');
+    expect(q.map((e) => e.turnId)).toEqual(queueOf(120).map((e) => e.turnId));
+    expect(q[119]).toEqual({ turnId: 'q119', pos: 120, message: { text: text(119) }, opts: {} });
+    expect(store.readQueue('s2')).toEqual([]);
+    expect(store.readMailbox('s1')).toEqual([mail('book')]);
+    expect(store.readEvents('s1', 0)).toEqual(events('s1', 1, 1));
+    // The log continues after the migrated rows, and the next snapshot replaces the migrated one.
+    store.commit('s1', { events: events('s1', 2, 1), snapshot: snapshot(8), dequeue: ['q0'] });
+    expect(store.loadSnapshot('s1')).toEqual(snapshot(8));
+    expect(store.readQueue('s1')).toHaveLength(119);
+    store.close();
+    const after = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+    // 120 messages of 10 KB are 1.2 MB of text; the file was over 60 MB.
+    expect(after).toBeLessThan(3 * 1_200_000);
   });
 
   it('store:sqlite:readonly — a read-only store reads a file another store is writing, sees each commit as it lands, and refuses every write', () => {

@@ -11,7 +11,7 @@
 import { describe, it, expect, beforeEach, afterEach } from 'vitest';
 import fc from 'fast-check';
 import { TurnstateError } from '../../src/errors.js';
-import type { PersistedSession, SessionStore, StepCommit } from '../../src/machines/ports.js';
+import type { PersistedSession, QueuedEntry, SessionStore, StepCommit } from '../../src/machines/ports.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, SessionEvent } from '../../src/types.js';
 import { approval, event, events, execution, mail, resolution, session, snapshot } from './fixtures/records.js';
 
@@ -407,6 +407,71 @@ export function runStoreSuite(name: string, make: Make, reopen?: Reopen): void {
         expect(await store.loadSnapshot('s1')).toEqual(snapshot(2));
         expect(await store.loadSnapshot('unknown')).toBeUndefined();
       });
+    });
+
+    describe('incremental mailbox, queued messages', () => {
+      const queued = (turnId: string, pos: number, text = `m-${turnId}`): QueuedEntry => ({ turnId, pos, message: { text }, opts: { consumesLlmContext: pos % 2 === 0 } });
+
+      beforeEach(async () => {
+        await store.createSession(session('s1'));
+      });
+
+      it('store:mailbox:after — readMailbox(id, n) returns exactly the entries after the first n, whatever commits they came in', async () => {
+        const all = Array.from({ length: 12 }, (_, i) => mail(`m${i}`));
+        // Commits of 1, 3, 0 (events only), 5 and 3 entries.
+        await store.commit('s1', { mailbox: all.slice(0, 1) });
+        await store.commit('s1', { mailbox: all.slice(1, 4) });
+        await store.commit('s1', { events: events('s1', 1, 1) });
+        await store.commit('s1', { mailbox: all.slice(4, 9) });
+        await store.commit('s1', { mailbox: all.slice(9) });
+        for (let n = 0; n <= 13; n++) expect(await store.readMailbox('s1', n), `after ${n}`).toEqual(all.slice(n));
+        expect(await store.readMailbox('unknown', 3)).toEqual([]);
+        await expectCode(() => store.readMailbox('s1', -1), 'store.invalid_argument');
+      });
+
+      it('store:queue:records — enqueued messages read back in pos order until dequeued; a message and its dequeue in one commit net out', async () => {
+        expect(await store.readQueue('s1')).toEqual([]);
+        await store.commit('s1', { enqueue: [queued('t2', 1)] });
+        await store.commit('s1', { enqueue: [queued('t3', 2)] });
+        // Put back in front (a message that joined a turn too late).
+        await store.commit('s1', { enqueue: [queued('t1', -1)], events: events('s1', 1, 1) });
+        expect(await store.readQueue('s1')).toEqual([queued('t1', -1), queued('t2', 1), queued('t3', 2)]);
+        await store.commit('s1', { dequeue: ['t1'], events: events('s1', 2, 1), snapshot: snapshot(1) });
+        expect((await store.readQueue('s1')).map((q) => q.turnId)).toEqual(['t2', 't3']);
+        await store.commit('s1', { enqueue: [queued('t4', 3)], dequeue: ['t4', 'unknown'] });
+        expect((await store.readQueue('s1')).map((q) => q.turnId)).toEqual(['t2', 't3']);
+        expect(await store.readQueue('unknown')).toEqual([]);
+        await store.deleteSession('s1');
+        expect(await store.readQueue('s1')).toEqual([]);
+      });
+
+      it('store:queue:invalid — a queued message without a turn id, an integer pos or text is refused by name, and nothing of its commit is written', async () => {
+        const bad: unknown[] = [{ ...queued('t1', 1), turnId: '' }, { ...queued('t1', 1), pos: 1.5 }, { ...queued('t1', 1), message: {} }];
+        for (const q of bad) {
+          const err = await expectCode(() => store.commit('s1', { events: events('s1', 1, 1), enqueue: [q as QueuedEntry] }), 'store.invalid_argument');
+          expect(err.message).toMatch(/queued message 0/);
+        }
+        expect(await store.lastSeq('s1')).toBe(0);
+        expect(await store.readQueue('s1')).toEqual([]);
+      });
+
+      it('store:queue:isolation — each session reads only its own queue', async () => {
+        await store.createSession(session('s2'));
+        await store.commit('s1', { enqueue: [queued('a', 1)] });
+        await store.commit('s2', { enqueue: [queued('b', 1)] });
+        expect((await store.readQueue('s1')).map((q) => q.turnId)).toEqual(['a']);
+        expect((await store.readQueue('s2')).map((q) => q.turnId)).toEqual(['b']);
+      });
+
+      if (reopen !== undefined) {
+        it('store:queue:survives-restart — queued messages survive close + reopen', async () => {
+          await store.commit('s1', { enqueue: [queued('t2', 1), queued('t3', 2)] });
+          await store.commit('s1', { dequeue: ['t2'] });
+          store = await reopen(store);
+          expect(await store.readQueue('s1')).toEqual([queued('t3', 2)]);
+          expect(await store.readMailbox('s1', 0)).toEqual([]);
+        });
+      }
     });
 
     describe('approvals', () => {

@@ -84,6 +84,7 @@ describe('errors', () => {
     expect(new HttpError(400, 'x.y', 'bad', { path: '/a' }).toBody()).toEqual({ error: { code: 'x.y', message: 'bad', path: '/a' } });
     expect(toHttpError(new TurnstateError('session.not_found', 'gone')).status).toBe(404);
     expect(toHttpError(new TurnstateError('session.busy', 'busy')).status).toBe(409);
+    expect(toHttpError(new TurnstateError('session.queue_full', 'full')).status).toBe(429);
     expect(toHttpError(new TurnstateError('approval.already_resolved', 'done')).status).toBe(409);
     const unknown = toHttpError(new Error('kaput'));
     expect(unknown.status).toBe(500);

@@ -248,6 +248,7 @@ describe('double texting', () => {
       script: SLOW,
       setup,
       agents: [{ name: 'queueing', doubleTexting: 'queue' }, { name: 'rejecting', doubleTexting: 'reject' }],
+      limits: { maxQueuedMessages: 1 },
     });
   });
   afterAll(async () => {
@@ -278,6 +279,24 @@ describe('double texting', () => {
     expect(textOf(a)).toBe('slow done');
     expect(textOf(b)).toBe('reply to second message');
     expect(b.events.at(-1)!.data.stopReason).toBe('end_turn');
+    const hist = await history(hx.url, sid);
+    expect(hist.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['slow one', 'second message']);
+  });
+
+  it('aap:double-texting:queue-full — a turn past RuntimeLimits.maxQueuedMessages is a 429 session.queue_full naming the limit; the queued turn still runs', async () => {
+    const sid = await createSession(hx.url, { name: 'queueing' });
+    const first = turn(hx.url, sid, user('slow one', 'none'));
+    await waitForRunning(sid);
+    const second = turn(hx.url, sid, user('second message', 'none'));
+    const s = (await hx.runtime.session(sid))!;
+    for (let i = 0; i < 200 && (await s.snapshot()).queued === 0; i++) await new Promise((r) => setTimeout(r, 5));
+    const third = await turn(hx.url, sid, user('third message', 'none'));
+    expectError(third, 429, 'session.queue_full');
+    expect(third.json.error.message).toMatch(/maxQueuedMessages = 1/);
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(textOf(a)).toBe('slow done');
+    expect(textOf(b)).toBe('reply to second message');
     const hist = await history(hx.url, sid);
     expect(hist.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['slow one', 'second message']);
   });

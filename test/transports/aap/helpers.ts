@@ -7,7 +7,7 @@ import { createRuntime } from '../../../src/runtime.js';
 import { createScriptedModel, type ScriptedModel } from '../../../src/models/scripted.js';
 import type { ModelScript } from '../../../src/models/script.js';
 import type { SessionStore } from '../../../src/machines/ports.js';
-import type { Runtime } from '../../../src/api.js';
+import type { Runtime, RuntimeLimits } from '../../../src/api.js';
 import { createAapTransport, type AapAgentConfig } from '../../../src/transports/aap/index.js';
 import { PART_BOUNDARY } from '../../../src/transports/aap/projector.js';
 import { startServer, type RunningServer } from '../../../src/transports/server.js';
@@ -30,13 +30,14 @@ export interface HarnessOptions {
   authenticate?: Authenticate;
   maxBodyBytes?: number;
   agents?: AapAgentConfig[];
+  limits?: Partial<RuntimeLimits>;
   /** Register tools/actors (default: the travel desk). */
   setup?: (runtime: Runtime) => void;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const model = createScriptedModel(opts.script ?? travelDeskScript());
-  const runtime = createRuntime({ model, ...(opts.store ? { store: opts.store } : {}) });
+  const runtime = createRuntime({ model, ...(opts.store ? { store: opts.store } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
   let agents = opts.agents;
   let desk: TravelDesk | undefined;
   if (opts.setup) opts.setup(runtime);

@@ -123,12 +123,14 @@ export interface TravelDeskOptions {
   searchGate?: () => Promise<void>;
   transport?: Partial<Omit<StreamsTransportOptions, 'runtime'>>;
   canAnswerApproval?: RuntimeOptions['canAnswerApproval'];
+  limits?: RuntimeOptions['limits'];
 }
 
 export function createTravelRuntime(opts: TravelDeskOptions = {}): TurnstateRuntime {
   const runtime = createRuntime({
     model: createScriptedModel(TRAVEL_SCRIPT),
     ...(opts.canAnswerApproval === undefined ? {} : { canAnswerApproval: opts.canAnswerApproval }),
+    ...(opts.limits === undefined ? {} : { limits: opts.limits }),
   });
   runtime.registries.tools.register({
     name: 'search_flights',
