@@ -51,7 +51,6 @@ import {
   deferred,
   isIdleSnapshot,
   isPromise,
-  NEVER_ABORTED,
   RESPOND_OK,
   userFacingModelError,
   ZERO,
@@ -474,6 +473,8 @@ export class SessionHost implements SessionHandle {
         t.joined.push(msg);
         t.interrupted = true;
         t.abort?.abort();
+        // Tools of the cut response, running or not yet started, are cancelled.
+        (t.toolAbort ??= new AbortController()).abort();
         await this.commit({}, true);
         this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -779,6 +780,7 @@ export class SessionHost implements SessionHandle {
     const abort = !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     t.abort = abort;
     t.interrupted = false;
+    t.toolAbort = undefined;
     const compat = actorDef.compat === 'respond_to_user';
     const applied: { block: ToolUseBlock; result: RespondResult; content: string }[] = [];
     const toolUses: ToolUseBlock[] = [];
@@ -1229,7 +1231,7 @@ export class SessionHost implements SessionHandle {
       sessionId: this.id,
       turnId: t.turnId,
       callId: u.id,
-      signal: NEVER_ABORTED,
+      signal: (t.toolAbort ??= new AbortController()).signal,
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),
@@ -1248,6 +1250,8 @@ export class SessionHost implements SessionHandle {
     // tool.called (or the approval that allows the call) is durable before the side effect.
     this.barrier();
     const d = await this.deps.router.dispatchTool(tool, u.input, ctx);
+    // Stopped while the tool ran (its signal aborted): record nothing; recover() resumes the turn.
+    if (this.closed) return;
     if (approval) d.execution.approvalId = approval.approvalId;
     const at = this.deps.clock.iso();
     const mailbox: MailboxEntry[] = [{ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, content: d.llmContent, isError: d.isError }];
@@ -1255,7 +1259,7 @@ export class SessionHost implements SessionHandle {
     await this.commit({
       events: [this.event(t.turnId, { type: 'tool.result', callId: u.id, tool: u.name, view: d.uiView, isError: d.isError })],
       mailbox,
-      executions: [d.execution],
+      executions: d.executions,
     });
   }
 
@@ -1511,6 +1515,7 @@ export class SessionHost implements SessionHandle {
     }
     this.closed = true;
     this.turn?.abort?.abort();
+    this.turn?.toolAbort?.abort();
     this.live?.stop();
     this.subject.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).

@@ -35,6 +35,12 @@ export interface ActiveTurn {
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
   abort: AbortController | null;
+  /**
+   * The signal of the tool handlers of the current model response (made at its first tool call,
+   * dropped at the next model call): aborted by an interrupt and when the host stops (runtime
+   * close, session delete).
+   */
+  toolAbort?: AbortController | undefined;
   interrupted: boolean;
   /** The last model response read ends the turn: a message arriving now could not be answered in it. */
   ending?: boolean;
@@ -55,8 +61,6 @@ export interface HostState {
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';
-/** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
-export const NEVER_ABORTED = new AbortController().signal;
 
 export function deferred<T>() {
   let resolve!: (v: T) => void;
