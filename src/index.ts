@@ -119,8 +119,24 @@ export type {
 } from './machines/ports.js';
 
 // Router.
-export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from './router/index.js';
-export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, RoutedEvent, ObserveFilter } from './router/index.js';
+export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute, filterAndDistribute, deliverBounded } from './router/index.js';
+export type {
+  AnnotatedRecord,
+  AnnotationSpec,
+  BoundedDeliveryOptions,
+  DeliveryOutcome,
+  Destination,
+  DestinationStats,
+  DistributedView,
+  DistributionMeta,
+  OverflowPolicy,
+  ToolDispatch,
+  RoutedCall,
+  RoutedEvent,
+  RoutedResult,
+  ObserveFilter,
+  SessionStreams,
+} from './router/index.js';
 
 // Envelope.
 export { assembleEnvelope } from './envelope/assemble.js';
