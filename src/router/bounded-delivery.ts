@@ -50,92 +50,139 @@ export function boundedDeliveryOptions(opts: BoundedDeliveryOptions = {}, where 
   return { bufferSize, overflow, concurrency };
 }
 
+/** How one value ended: `detail` is the error of a `failed` one, the running drop count of a `dropped` one. */
+export type DeliveryListener<T> = (kind: DeliveryOutcome<T>['kind'], value: T, detail: unknown) => void;
+
+/**
+ * The buffer behind `deliverBounded`, for callers that push values themselves (FilterAndDistribute
+ * feeds each destination's through one, with no stream in between). `push` never blocks and never
+ * throws; `listener` hears one outcome per value (it must not throw).
+ */
+export class BoundedDelivery<T> {
+  private queue: T[] = [];
+  private head = 0;
+  private inFlight = 0;
+  private dropped = 0;
+  private ending = false;
+  private stopped = false;
+  private readonly bufferSize: number;
+  private readonly overflow: OverflowPolicy;
+  private readonly concurrency: number;
+
+  constructor(
+    private readonly deliver: (value: T) => void | PromiseLike<void>,
+    opts: BoundedDeliveryOptions | undefined,
+    private readonly listener: DeliveryListener<T>,
+    private readonly onDrained?: () => void,
+  ) {
+    if (typeof deliver !== 'function') throw new TurnstateError('router.delivery_invalid', 'deliverBounded(): deliver must be a function');
+    ({ bufferSize: this.bufferSize, overflow: this.overflow, concurrency: this.concurrency } = boundedDeliveryOptions(opts));
+  }
+
+  /** Values waiting (not counting deliveries in flight). */
+  get waiting(): number {
+    return this.queue.length - this.head;
+  }
+
+  push(value: T): void {
+    if (this.stopped || this.ending) return;
+    if (this.inFlight < this.concurrency && this.head === this.queue.length) {
+      this.run(value);
+      return;
+    }
+    if (this.queue.length - this.head < this.bufferSize) {
+      this.queue.push(value);
+      return;
+    }
+    if (this.overflow === 'drop-newest' || this.bufferSize === 0) {
+      this.listener('dropped', value, ++this.dropped);
+      return;
+    }
+    const oldest = this.queue[this.head]!;
+    this.queue[this.head++] = undefined as T;
+    this.queue.push(value);
+    this.listener('dropped', oldest, ++this.dropped);
+  }
+
+  /** No more values: `onDrained` runs once every buffered value is delivered. */
+  end(): void {
+    this.ending = true;
+    this.drainedYet();
+  }
+
+  /** Discards the buffer; deliveries in flight finish unheard. */
+  stop(): void {
+    this.stopped = true;
+    this.queue = [];
+    this.head = 0;
+  }
+
+  private run(value: T): void {
+    let r: void | PromiseLike<void>;
+    try {
+      r = this.deliver(value);
+    } catch (error) {
+      this.listener('failed', value, error);
+      return;
+    }
+    if (r !== undefined && r !== null && typeof (r as PromiseLike<void>).then === 'function') {
+      this.inFlight++;
+      (r as PromiseLike<void>).then(
+        () => this.settled('delivered', value, undefined),
+        (error: unknown) => this.settled('failed', value, error),
+      );
+    } else {
+      this.listener('delivered', value, undefined);
+    }
+  }
+
+  private settled(kind: 'delivered' | 'failed', value: T, error: unknown): void {
+    this.inFlight--;
+    if (this.stopped) return;
+    this.listener(kind, value, error);
+    while (this.inFlight < this.concurrency && this.head < this.queue.length && !this.stopped) {
+      const v = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as T;
+      this.run(v);
+    }
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 256 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.drainedYet();
+  }
+
+  private drainedYet(): void {
+    if (this.ending && !this.stopped && this.inFlight === 0 && this.head === this.queue.length) {
+      this.stopped = true;
+      this.onDrained?.();
+    }
+  }
+}
+
 export function deliverBounded<T>(deliver: (value: T) => void | PromiseLike<void>, opts?: BoundedDeliveryOptions): OperatorFunction<T, DeliveryOutcome<T>> {
   if (typeof deliver !== 'function') throw new TurnstateError('router.delivery_invalid', 'deliverBounded(): deliver must be a function');
-  const { bufferSize, overflow, concurrency } = boundedDeliveryOptions(opts);
+  boundedDeliveryOptions(opts);
   return (source) =>
     new Observable<DeliveryOutcome<T>>((out) => {
-      // The buffer: queue[head..] waits; the consumed prefix is cut off now and then.
-      let queue: T[] = [];
-      let head = 0;
-      let inFlight = 0;
-      let dropped = 0;
-      let sourceDone = false;
-
-      const finishIfDone = (): void => {
-        if (sourceDone && inFlight === 0 && head === queue.length) out.complete();
-      };
-      const settled = (outcome: DeliveryOutcome<T>): void => {
-        inFlight--;
-        if (out.closed) return;
-        out.next(outcome);
-        pump();
-      };
-      const run = (value: T): void => {
-        let r: void | PromiseLike<void>;
-        try {
-          r = deliver(value);
-        } catch (error) {
-          out.next({ kind: 'failed', value, error });
-          return;
-        }
-        if (r !== undefined && r !== null && typeof (r as PromiseLike<void>).then === 'function') {
-          inFlight++;
-          (r as PromiseLike<void>).then(
-            () => settled({ kind: 'delivered', value }),
-            (error: unknown) => settled({ kind: 'failed', value, error }),
-          );
-        } else {
-          out.next({ kind: 'delivered', value });
-        }
-      };
-      const pump = (): void => {
-        while (inFlight < concurrency && head < queue.length && !out.closed) {
-          const v = queue[head]!;
-          queue[head++] = undefined as T;
-          run(v);
-        }
-        if (head === queue.length) {
-          queue = [];
-          head = 0;
-        } else if (head > 256 && head * 2 > queue.length) {
-          queue = queue.slice(head);
-          head = 0;
-        }
-        finishIfDone();
-      };
-
+      const q = new BoundedDelivery<T>(
+        deliver,
+        opts,
+        (kind, value, detail) =>
+          out.next(kind === 'delivered' ? { kind, value } : kind === 'failed' ? { kind, value, error: detail } : { kind, value, dropped: detail as number }),
+        () => out.complete(),
+      );
       const sub = source.subscribe({
-        next(value) {
-          if (inFlight < concurrency && head === queue.length) {
-            run(value);
-            return;
-          }
-          if (queue.length - head < bufferSize) {
-            queue.push(value);
-            return;
-          }
-          if (overflow === 'drop-newest' || bufferSize === 0) {
-            out.next({ kind: 'dropped', value, dropped: ++dropped });
-            return;
-          }
-          const oldest = queue[head]!;
-          queue[head++] = undefined as T;
-          queue.push(value);
-          out.next({ kind: 'dropped', value: oldest, dropped: ++dropped });
-        },
-        error(e: unknown) {
-          out.error(e);
-        },
-        complete() {
-          sourceDone = true;
-          finishIfDone();
-        },
+        next: (value) => q.push(value),
+        error: (e: unknown) => out.error(e),
+        complete: () => q.end(),
       });
       return () => {
         sub.unsubscribe();
-        queue = [];
-        head = 0;
+        q.stop();
       };
     });
 }

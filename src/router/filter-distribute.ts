@@ -9,10 +9,10 @@
  * through a bounded buffer, so a slow destination never holds up the turn.
  * Views share unannotated subtrees with the record's data: treat them as read-only.
  */
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import { Subject, type Observable } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import type { Scope } from '../types.js';
-import { boundedDeliveryOptions, deliverBounded, DEFAULT_BUFFER_SIZE, type BoundedDeliveryOptions, type DeliveryOutcome } from './bounded-delivery.js';
+import { BoundedDelivery, boundedDeliveryOptions, DEFAULT_BUFFER_SIZE, type BoundedDeliveryOptions, type DeliveryOutcome } from './bounded-delivery.js';
 import {
   audienceIncludes,
   compileAnnotations,
@@ -88,9 +88,10 @@ type Hidden = typeof HIDDEN;
 
 interface Entry {
   destination: Destination;
-  /** The destination's stream of views (`views$(id)`); deliver is one of its subscribers. */
+  /** The destination's stream of views (`views$(id)`). */
   stream: Subject<DistributedView>;
-  delivery: Subscription | undefined;
+  /** The buffer in front of its deliver (the same one `deliverBounded` uses). */
+  delivery: BoundedDelivery<DistributedView> | undefined;
   stats: DestinationStats;
   /** A burst of drops is under way (for the default warning). */
   overflowing: boolean;
@@ -142,15 +143,15 @@ export class FilterAndDistribute {
     const entry = newEntry(destination);
     const deliver = destination.deliver;
     if (deliver !== undefined) {
-      entry.delivery = entry.stream
-        .pipe(deliverBounded((v: DistributedView) => deliver.call(destination, v.view, v.meta), delivery))
-        .subscribe((o) => this.outcome(entry, o));
+      entry.delivery = new BoundedDelivery<DistributedView>((v) => deliver.call(destination, v.view, v.meta), delivery, (kind, v, detail) =>
+        this.outcome(entry, kind, v, detail),
+      );
     }
     this.entries.set(id, entry);
     return () => {
       if (this.entries.get(id) !== entry) return;
       this.entries.delete(id);
-      entry.delivery?.unsubscribe();
+      entry.delivery?.stop();
       entry.stream.complete();
     };
   }
@@ -206,26 +207,31 @@ export class FilterAndDistribute {
       views.set(id, v === HIDDEN ? undefined : v);
     }
     for (const [id, entry] of this.entries) {
-      if (!entry.stream.observed) continue;
+      const observed = entry.stream.observed;
+      if (entry.delivery === undefined && !observed) continue;
       const view = views.get(id);
       if (view === undefined) continue;
-      if (entry.delivery !== undefined) entry.stats.pending++;
-      entry.stream.next({ destination: id, view, meta });
+      const dv: DistributedView = { destination: id, view, meta };
+      if (observed) entry.stream.next(dv);
+      if (entry.delivery !== undefined) {
+        entry.stats.pending++;
+        entry.delivery.push(dv);
+      }
     }
     return { views };
   }
 
-  private outcome(entry: Entry, o: DeliveryOutcome<DistributedView>): void {
+  private outcome(entry: Entry, kind: DeliveryOutcome<DistributedView>['kind'], v: DistributedView, error: unknown): void {
     const s = entry.stats;
     s.pending--;
-    if (o.kind === 'delivered') s.delivered++;
-    else if (o.kind === 'failed') {
+    if (kind === 'delivered') s.delivered++;
+    else if (kind === 'failed') {
       s.failed++;
-      this.report(o.error, entry.destination.id, o.value.meta);
+      this.report(error, entry.destination.id, v.meta);
     } else {
       s.dropped++;
       try {
-        this.onOverflow(entry.destination.id, s.dropped, o.value.meta);
+        this.onOverflow(entry.destination.id, s.dropped, v.meta);
       } catch {
         // onOverflow is the last resort; a throw here has nowhere else to go.
       }
