@@ -34,13 +34,11 @@ export interface ActiveTurn {
   pending: Map<string, PendingCall>;
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
-  abort: AbortController | null;
   /**
-   * The signal of the tool handlers of the current model response (made at its first tool call,
-   * dropped at the next model call): aborted by an interrupt and when the host stops (runtime
-   * close, session delete).
+   * The signal of the turn's model call and of the tool calls of its response; aborted by an
+   * interrupt and when the host stops (runtime close, session delete). Reused until aborted.
    */
-  toolAbort?: AbortController | undefined;
+  abort: AbortController | null;
   interrupted: boolean;
   /** The last model response read ends the turn: a message arriving now could not be answered in it. */
   ending?: boolean;
