@@ -12,9 +12,10 @@
  */
 import { Subject, filter, type Observable, type Subscription } from 'rxjs';
 import { TurnstateError } from '../errors.js';
-import type { RegisteredTool, RetryPolicy, ToolContext, ToolHandler } from '../registries/types.js';
+import type { RegisteredTool, ToolContext, ToolHandler } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
 import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
+import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
 import { buildExecutionRecord, DEFAULT_RESULT_MAX_CHARS, toJsonText, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute, filterView } from './filter-distribute.js';
 
@@ -120,8 +121,6 @@ export interface EventRouterOptions {
 
 const TOOL_CALL = 'tool_call:';
 const TOOL_RESULT = 'tool_result:';
-
-class Cancelled extends Error {}
 
 /** One attempt's outcome, before it is logged. */
 interface Attempt {
@@ -307,7 +306,7 @@ export class EventRouter {
         }
       }
       a = this.finish(tool, ctx, result, error, outcome, retryable, startedAt, t0);
-      if (attempts > 1 && a.error !== undefined) a.error += ` (attempt ${n} of ${attempts})`;
+      if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
       const execution = this.log(tool, args, ctx, a, n);
       executions.push(execution);
       if (!a.retryable || n >= attempts || !(await backoff(retry!, n, ctx.signal))) break;
@@ -488,74 +487,6 @@ function violationText(v: { path: string; message: string }): string {
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
   return (typeof x === 'object' || typeof x === 'function') && x !== null && typeof (x as PromiseLike<unknown>).then === 'function';
-}
-
-/** A timeout for one attempt: its signal aborts at the deadline or when `parent` aborts. */
-class Deadline {
-  readonly signal: AbortSignal;
-  expired = false;
-  private readonly ctl = new AbortController();
-  private readonly timer: ReturnType<typeof setTimeout>;
-  private readonly onParent: (() => void) | undefined;
-
-  constructor(
-    private readonly parent: AbortSignal | undefined,
-    ms: number,
-  ) {
-    this.signal = this.ctl.signal;
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      this.ctl.abort(new DOMException(`timed out after ${ms} ms`, 'TimeoutError'));
-    }, ms);
-    if (parent !== undefined) {
-      const onParent = (): void => this.ctl.abort(parent.reason);
-      parent.addEventListener('abort', onParent, { once: true });
-      this.onParent = onParent;
-    }
-  }
-
-  clear(): void {
-    clearTimeout(this.timer);
-    if (this.onParent !== undefined) this.parent!.removeEventListener('abort', this.onParent);
-  }
-}
-
-/**
- * Waits out the backoff before attempt `n + 1`; false when `signal` aborts first (the call is
- * not tried again).
- */
-function backoff(retry: Readonly<Required<RetryPolicy>>, n: number, signal: AbortSignal | undefined): Promise<boolean> | boolean {
-  if (signal?.aborted) return false;
-  const ms = retry.backoffMs * retry.backoffFactor ** (n - 1);
-  if (ms <= 0) return true;
-  return new Promise((resolve) => {
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-function raceAbort(p: PromiseLike<unknown>, signal: AbortSignal): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(new Cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 function errorMessage(e: unknown): string {

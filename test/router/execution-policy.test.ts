@@ -200,6 +200,8 @@ describe('routed calls: retries', () => {
     const out = await router.dispatchTool(tool, {}, ctx());
     expect(f.runs).toHaveLength(1);
     expect(out.isError).toBe(true);
+    expect(out.llmContent).toMatch(/^tool "typed" returned output that does not match its outputSchema: .*rate/);
+    expect(out.llmContent).not.toContain('attempt');
     expect(out.executions.map((x) => x.outcome)).toEqual(['error']);
   });
 
