@@ -103,6 +103,10 @@ export interface ToolContext {
   tenantId?: string;
   /** Populated for calls resumed after approval. */
   approvalDecision?: { approvalId: string; decision: ApprovalDecision; by: Principal; via: string; reason?: string };
+  /**
+   * Aborts when the call should stop: the turn is interrupted, the session is deleted, the
+   * runtime closes, or the attempt passes the tool's `timeoutMs` (reason: a `TimeoutError`).
+   */
   signal: AbortSignal;
 }
 

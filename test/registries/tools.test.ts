@@ -417,6 +417,20 @@ describe('ToolRegistry: timeouts and retries (spec 002 "Cancellation, retry, and
     expect(r.has('search_flights')).toBe(false);
   });
 
+  it('tools:retry:requires-idempotent — the definition type already refuses retry without idempotent: true, and timeoutMs/retry on bypass', () => {
+    const base = { name: 'typed_rates', description: 'Rates.', inputSchema: { type: 'object' }, handler: () => ({}) } as const;
+    const ok: ToolDefinition = { ...base, scope: 'generalist', idempotent: true, timeoutMs: 100, retry: { attempts: 2 } };
+    // @ts-expect-error retry needs idempotent: true
+    const noIdem: ToolDefinition = { ...base, scope: 'generalist', retry: { attempts: 2 } };
+    const bypassBase = { ...base, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'inline in the actor loop' }, justification: 'private to one actor, its own state' } as const;
+    // @ts-expect-error a bypass tool takes no timeoutMs
+    const bypassTimeout: ToolDefinition = { ...bypassBase, timeoutMs: 100 };
+    const r = new ToolRegistry();
+    expect(r.register(ok).retry?.attempts).toBe(2);
+    expect(() => r.register(noIdem)).toThrow(RegistrationError);
+    expect(() => r.register(bypassTimeout)).toThrow(RegistrationError);
+  });
+
   it('tools:retry:routed-only / tools:timeoutMs:routed-only — a bypass tool (run inline, outside the router) takes neither', () => {
     const r = new ToolRegistry();
     expectRule(() => r.register(bypass({ idempotent: true, retry: { attempts: 2 } })), 'tools:retry:routed-only', "'imap_fetch'", /bypass/);
