@@ -261,3 +261,69 @@ describe('deliverBounded', () => {
     sub.unsubscribe();
   });
 });
+
+describe('deliverBounded: property', () => {
+  it('router:delivery:property — under any interleaving of arrivals and settlements the buffer starts and drops exactly what the stated policy says, one outcome per value, never more than bufferSize waiting', async () => {
+    const fc = await import('fast-check');
+    const { BoundedDelivery } = await import('../../src/router/bounded-delivery.js');
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 4 }),
+        fc.constantFrom('drop-oldest' as const, 'drop-newest' as const),
+        fc.integer({ min: 1, max: 3 }),
+        fc.array(fc.oneof(fc.constant('push' as const), fc.constant('ok' as const), fc.constant('fail' as const)), { maxLength: 60 }),
+        (bufferSize, overflow, concurrency, steps) => {
+          const open: { v: number; settle: (ok: boolean) => void }[] = [];
+          const outcomes = new Map<number, string>();
+          const started: number[] = [];
+          const q = new BoundedDelivery<number>(
+            (v) => {
+              started.push(v);
+              // Settled synchronously by the test through plain callbacks (no microtask needed).
+              return { then: (res: () => void, rej: (e: unknown) => void) => void open.push({ v, settle: (ok) => (ok ? res() : rej(new Error('x'))) }) };
+            },
+            { bufferSize, overflow, concurrency },
+            (kind, v) => {
+              expect(outcomes.has(v), `one outcome for ${v}`).toBe(false);
+              outcomes.set(v, kind);
+            },
+          );
+          // The reference: the policy stated plainly, on an array.
+          const model = { inFlight: 0, queue: [] as number[], started: [] as number[], dropped: [] as number[] };
+          const modelStart = (v: number) => (model.inFlight++, model.started.push(v));
+          const modelPush = (v: number) => {
+            if (model.inFlight < concurrency && model.queue.length === 0) modelStart(v);
+            else if (model.queue.length < bufferSize) model.queue.push(v);
+            else if (overflow === 'drop-newest' || bufferSize === 0) model.dropped.push(v);
+            else (model.dropped.push(model.queue.shift()!), model.queue.push(v));
+          };
+          const modelSettle = () => {
+            model.inFlight--;
+            while (model.inFlight < concurrency && model.queue.length) modelStart(model.queue.shift()!);
+          };
+          let next = 0;
+          const settle = (ok: boolean) => {
+            open.shift()!.settle(ok);
+            modelSettle();
+          };
+          for (const s of steps) {
+            if (s === 'push') {
+              modelPush(next);
+              q.push(next++);
+            } else if (open.length) settle(s === 'ok');
+            expect(open.length).toBeLessThanOrEqual(concurrency);
+            expect(q.waiting).toBeLessThanOrEqual(bufferSize);
+            expect(started).toEqual(model.started);
+          }
+          while (open.length) settle(true);
+          expect(started).toEqual(model.started);
+          expect([...outcomes].filter(([, k]) => k === 'dropped').map(([v]) => v).sort((a, b) => a - b)).toEqual([...model.dropped].sort((a, b) => a - b));
+          // Every value ended exactly once, and nothing is left waiting.
+          expect(q.waiting).toBe(0);
+          for (let v = 0; v < next; v++) expect(outcomes.has(v), `outcome of ${v}`).toBe(true);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
