@@ -280,7 +280,8 @@ describe('deliverBounded: property', () => {
             (v) => {
               started.push(v);
               // Settled synchronously by the test through plain callbacks (no microtask needed).
-              return { then: (res: () => void, rej: (e: unknown) => void) => void open.push({ v, settle: (ok) => (ok ? res() : rej(new Error('x'))) }) };
+              const thenable = { then: (res: () => void, rej: (e: unknown) => void) => void open.push({ v, settle: (ok) => (ok ? res() : rej(new Error('x'))) }) };
+              return thenable as unknown as PromiseLike<void>;
             },
             { bufferSize, overflow, concurrency },
             (kind, v) => {
