@@ -473,6 +473,8 @@ export class SessionHost implements SessionHandle {
         t.joined.push(msg);
         t.interrupted = true;
         t.abort?.abort();
+        // The cut response's tool calls, running or not yet started, are cancelled.
+        (t.toolAbort ??= new AbortController()).abort();
         await this.commit({}, true);
         this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -778,6 +780,7 @@ export class SessionHost implements SessionHandle {
     const abort = !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     t.abort = abort;
     t.interrupted = false;
+    if (t.toolAbort?.signal.aborted) t.toolAbort = undefined;
     const compat = actorDef.compat === 'respond_to_user';
     const applied: { block: ToolUseBlock; result: RespondResult; content: string }[] = [];
     const toolUses: ToolUseBlock[] = [];
@@ -1223,14 +1226,12 @@ export class SessionHost implements SessionHandle {
       });
     }
     const principal = t.opts.principal ?? t.input.principal;
-    // Handlers share the abort signal of the turn's model calls: an interrupt and stop() abort it.
-    t.abort ??= !this.abortCtl || this.abortCtl.signal.aborted ? (this.abortCtl = new AbortController()) : this.abortCtl;
     const ctx = {
       actorName,
       sessionId: this.id,
       turnId: t.turnId,
       callId: u.id,
-      signal: t.abort.signal,
+      signal: (t.toolAbort ??= new AbortController()).signal,
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),
@@ -1514,6 +1515,7 @@ export class SessionHost implements SessionHandle {
     }
     this.closed = true;
     this.turn?.abort?.abort();
+    this.turn?.toolAbort?.abort();
     this.live?.stop();
     this.subject.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).

@@ -34,11 +34,13 @@ export interface ActiveTurn {
   pending: Map<string, PendingCall>;
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
-  /**
-   * The signal of the turn's model call and of the tool calls of its response; aborted by an
-   * interrupt and when the host stops (runtime close, session delete). Reused until aborted.
-   */
   abort: AbortController | null;
+  /**
+   * The signal of the turn's tool handlers (made at its first tool call): aborted by an interrupt
+   * (the next model call's tools get a new one) and when the host stops (runtime close, session
+   * delete).
+   */
+  toolAbort?: AbortController | undefined;
   interrupted: boolean;
   /** The last model response read ends the turn: a message arriving now could not be answered in it. */
   ending?: boolean;

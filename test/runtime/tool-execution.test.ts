@@ -92,6 +92,32 @@ describe('routed tools: the handler signal', () => {
   });
 });
 
+describe('routed tools: the signal is the turn\'s', () => {
+  it('tools:signal:per-turn — each turn gives its tools a signal of its own, so a listener a handler never removes dies with its turn', async () => {
+    const { rt } = harness({
+      rules: [
+        { when: { on: 'user' as const }, respond: answer(toolUse('lookup', { q: 'a' }), toolUse('lookup', { q: 'b' })) },
+        { when: { on: 'tool_result' as const }, respond: answer(respond([part('response', 'ok')], 'complete')) },
+      ],
+    });
+    const signals: AbortSignal[] = [];
+    addTool(rt.registries, 'lookup', (_a, ctx) => {
+      signals.push(ctx.signal);
+      ctx.signal.addEventListener('abort', () => {}); // never removed, as handlers often do
+      return { ok: true };
+    });
+    rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+    const s = await rt.createSession({ actor: 'a' });
+    for (let i = 0; i < 6; i++) expect((await (await s.send(`turn ${i}`)).settled).finalizedBy).toBe('complete');
+    expect(signals).toHaveLength(12);
+    // The two calls of a turn share its signal; no two turns share one.
+    for (let i = 0; i < 12; i += 2) expect(signals[i]).toBe(signals[i + 1]);
+    expect(new Set(signals).size).toBe(6);
+    expect(signals.every((x) => !x.aborted)).toBe(true);
+    await rt.close();
+  });
+});
+
 describe('routed tools: timeouts and retries', () => {
   it('tools:timeout:model-told — a tool over its timeoutMs gives the model an is_error result naming the timeout, and the turn goes on', async () => {
     const { rt, model } = harness({ rules: [CALL_SLOW, FINISH] });
