@@ -52,6 +52,7 @@ import {
   isIdleSnapshot,
   isPromise,
   RESPOND_OK,
+  toolAbortController,
   userFacingModelError,
   ZERO,
   type ActiveTurn,
@@ -474,7 +475,7 @@ export class SessionHost implements SessionHandle {
         t.interrupted = true;
         t.abort?.abort();
         // The cut response's tool calls, running or not yet started, are cancelled.
-        (t.toolAbort ??= new AbortController()).abort();
+        (t.toolAbort ??= toolAbortController()).abort();
         await this.commit({}, true);
         this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -1231,7 +1232,7 @@ export class SessionHost implements SessionHandle {
       sessionId: this.id,
       turnId: t.turnId,
       callId: u.id,
-      signal: (t.toolAbort ??= new AbortController()).signal,
+      signal: (t.toolAbort ??= toolAbortController()).signal,
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),

@@ -2,6 +2,7 @@
  * The state of one turn while the host runs it, what the host persists to resume it, and the
  * small helpers the turn loop shares. No I/O.
  */
+import { setMaxListeners } from 'node:events';
 import type { SendOptions, TurnOutcome } from '../api.js';
 import type { ModelError } from '../errors.js';
 import type { CompatTracker } from '../respond/index.js';
@@ -57,6 +58,17 @@ export interface ActiveTurn {
 export interface HostState {
   turn?: { turnId: string; input: InboundMessage; opts: SendOptions; parts: Part[]; usage: Usage; pending: PendingCall[]; joined?: InboundMessage[] };
   queue: { turnId: string; message: InboundMessage; opts: SendOptions }[];
+}
+
+/**
+ * The AbortController of a turn's tool handlers. Every running call listens on its signal (the
+ * router's cancel race, a handler's fetch), so a turn with more than ten parallel calls is no
+ * leak: Node's listener warning is off for it. Its listeners go with the turn.
+ */
+export function toolAbortController(): AbortController {
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
 }
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };

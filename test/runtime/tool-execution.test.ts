@@ -118,6 +118,30 @@ describe('routed tools: the signal is the turn\'s', () => {
   });
 });
 
+describe('routed tools: many in parallel', () => {
+  it('tools:signal:parallel-no-warning — twelve parallel calls listening on the turn\'s signal raise no listener-leak warning', async () => {
+    const uses = Array.from({ length: 12 }, (_, i) => toolUse('lookup', { q: String(i) }));
+    const { rt } = harness({
+      rules: [
+        { when: { on: 'user' as const }, respond: answer(...uses) },
+        { when: { on: 'tool_result' as const }, respond: answer(respond([part('response', 'ok')], 'complete')) },
+      ],
+    });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    addTool(rt.registries, 'lookup', (_a, ctx) => new Promise((r) => setTimeout(() => r({ ok: ctx.signal.aborted === false }), 5)));
+    rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+    const s = await rt.createSession({ actor: 'a' });
+    expect((await (await s.send('go')).settled).finalizedBy).toBe('complete');
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', onWarning);
+    expect((await s.executions()).filter((x) => x.outcome === 'ok')).toHaveLength(12);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+    await rt.close();
+  });
+});
+
 describe('routed tools: timeouts and retries', () => {
   it('tools:timeout:model-told — a tool over its timeoutMs gives the model an is_error result naming the timeout, and the turn goes on', async () => {
     const { rt, model } = harness({ rules: [CALL_SLOW, FINISH] });
