@@ -119,6 +119,8 @@ export class SessionHost implements SessionHandle {
   closed = false;
   /** Reused across model calls until one is aborted (AbortController is costly to create). */
   private abortCtl: AbortController | null = null;
+  /** The last turn's tool AbortController, taken again while clean (see toolAbortController). */
+  private toolCtl: AbortController | null = null;
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
     this.deps = deps;
@@ -475,7 +477,7 @@ export class SessionHost implements SessionHandle {
         t.interrupted = true;
         t.abort?.abort();
         // The cut response's tool calls, running or not yet started, are cancelled.
-        (t.toolAbort ??= toolAbortController()).abort();
+        (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).abort();
         await this.commit({}, true);
         this.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -1232,7 +1234,7 @@ export class SessionHost implements SessionHandle {
       sessionId: this.id,
       turnId: t.turnId,
       callId: u.id,
-      signal: (t.toolAbort ??= toolAbortController()).signal,
+      signal: (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).signal,
       ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
       ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
       ...((principal?.tenantId ?? this.record.tenantId) !== undefined ? { tenantId: (principal?.tenantId ?? this.record.tenantId)! } : {}),

@@ -93,7 +93,7 @@ describe('routed tools: the handler signal', () => {
 });
 
 describe('routed tools: the signal is the turn\'s', () => {
-  it('tools:signal:per-turn — each turn gives its tools a signal of its own, so a listener a handler never removes dies with its turn', async () => {
+  it('tools:signal:per-turn — a turn\'s tools share one signal, and one a handler left a listener on is never handed to another turn', async () => {
     const { rt } = harness({
       rules: [
         { when: { on: 'user' as const }, respond: answer(toolUse('lookup', { q: 'a' }), toolUse('lookup', { q: 'b' })) },
@@ -114,6 +114,34 @@ describe('routed tools: the signal is the turn\'s', () => {
     for (let i = 0; i < 12; i += 2) expect(signals[i]).toBe(signals[i + 1]);
     expect(new Set(signals).size).toBe(6);
     expect(signals.every((x) => !x.aborted)).toBe(true);
+    await rt.close();
+  });
+});
+
+describe('routed tools: an aborted signal is never handed on', () => {
+  it('tools:signal:fresh-after-abort — after an interrupt aborted a turn\'s tool signal, the next turn\'s tools get one that is not aborted', async () => {
+    const { rt } = harness({
+      rules: [
+        { when: { on: 'user' as const, text: 'first' }, times: 1, respond: answer(respond([part('ack', 'on it')], 'awaiting'), toolUse('slow', { q: 'x' })) },
+        { when: { on: 'user' as const, text: 'third' }, times: 1, respond: answer(toolUse('quick', { q: 'y' })) },
+        { respond: answer(respond([part('response', 'done')], 'complete')) },
+      ],
+    });
+    const slow = untilAborted();
+    addTool(rt.registries, 'slow', slow.handler);
+    const quick: AbortSignal[] = [];
+    addTool(rt.registries, 'quick', (_a, ctx) => (quick.push(ctx.signal), { ok: true }));
+    rt.registries.actors.register({ name: 'a', tools: ['slow', 'quick'] });
+    const s = await rt.createSession({ actor: 'a', doubleTexting: 'interrupt' });
+    const r1 = await s.send('first');
+    await slow.started();
+    await s.send('second');
+    expect((await r1.settled).finalizedBy).toBe('complete');
+    expect(slow.signals[0]!.aborted).toBe(true);
+    expect((await (await s.send('third')).settled).finalizedBy).toBe('complete');
+    expect(quick).toHaveLength(1);
+    expect(quick[0]!.aborted).toBe(false);
+    expect(quick[0]).not.toBe(slow.signals[0]);
     await rt.close();
   });
 });
