@@ -119,7 +119,7 @@ export type {
 } from './machines/ports.js';
 
 // Router.
-export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute, filterAndDistribute, deliverBounded } from './router/index.js';
+export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute, filterAndDistribute, deliverBounded, MemoryExecutionLog } from './router/index.js';
 export type {
   AnnotatedRecord,
   AnnotationSpec,
@@ -129,6 +129,7 @@ export type {
   DestinationStats,
   DistributedView,
   DistributionMeta,
+  ExecutionSink,
   OverflowPolicy,
   ToolDispatch,
   RoutedCall,
