@@ -34,6 +34,7 @@ export type {
   Envelope,
   EnvelopeMeta,
   EnvelopeWarning,
+  ExecutionOutcome,
   ExecutionRecord,
   InboundMessage,
   MailboxEntry,
@@ -85,6 +86,7 @@ export type {
   PolicyContext,
   RegisteredTool,
   Registries,
+  RetryPolicy,
   ToolContext,
   ToolArtifacts,
   ArtifactRef,
@@ -127,8 +129,25 @@ export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreRea
 export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from './types.js';
 
 // Router.
-export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute } from './router/index.js';
-export type { AnnotatedRecord, AnnotationSpec, Destination, ToolDispatch, RoutedEvent, ObserveFilter } from './router/index.js';
+export { EventRouter, annotate, isAnnotatedRecord, FilterAndDistribute, filterAndDistribute, deliverBounded, MemoryExecutionLog } from './router/index.js';
+export type {
+  AnnotatedRecord,
+  AnnotationSpec,
+  BoundedDeliveryOptions,
+  DeliveryOutcome,
+  Destination,
+  DestinationStats,
+  DistributedView,
+  DistributionMeta,
+  ExecutionSink,
+  OverflowPolicy,
+  ToolDispatch,
+  RoutedCall,
+  RoutedEvent,
+  RoutedResult,
+  ObserveFilter,
+  SessionStreams,
+} from './router/index.js';
 
 // Envelope.
 export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';

@@ -203,7 +203,14 @@ export interface ExecutionRecord {
   routing: Routing;
   bypassReason?: string;
   approvalId?: string;
+  /** 1 for the first attempt; a retried call logs one record per attempt, in order. */
+  attempt?: number;
+  /** How this attempt ended (records written before attempts were logged carry none). */
+  outcome?: ExecutionOutcome;
 }
+
+/** `error`: the handler threw, or its result failed its outputSchema or could not be serialised. */
+export type ExecutionOutcome = 'ok' | 'error' | 'timeout' | 'cancelled';
 
 /* ------------------------------------------------------------------ mailbox */
 

@@ -59,6 +59,11 @@ export interface HostCore {
   readonly closed: boolean;
   /** The controller for the next model call (reused until one is aborted: they are costly to create). */
   modelAbort(): AbortController;
+  /**
+   * The signal the turn's tool handlers share: aborted when the turn is interrupted, the session
+   * is deleted or the runtime closes.
+   */
+  toolSignal(t: ActiveTurn): AbortSignal;
 }
 
 /** The principal a turn acts for: the send's, else the message's. */

@@ -98,6 +98,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   const abort = core.modelAbort();
   t.abort = abort;
   t.interrupted = false;
+  // Tools an interrupt cancelled: the next tools of the turn get a fresh signal.
+  if (t.toolAbort?.signal.aborted) t.toolAbort = undefined;
   const compat = isCompatActor(actorDef);
   const order = new ResponseOrder(deps.registries.turnStates);
   const toolUses: ToolUseBlock[] = [];

@@ -36,7 +36,7 @@ import { outcomeStep } from './tool-results.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn } from './recovery.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, newTurn, ZERO, type ActiveTurn, type HostState } from './turn.js';
+import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -54,6 +54,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
   private idleWaiters: (() => void)[] = [];
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
+  /** The last turn's tool controller, reused by the next turn while it is clean. */
+  private toolCtl: AbortController | null = null;
   private readonly loop = new EffectLoop(this);
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
@@ -83,6 +85,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
   /** Someone is subscribed to the live stream (a watched session is not passivated). */
   get watched(): boolean {
     return this.journal.observed;
+  }
+
+  toolSignal(t: ActiveTurn): AbortSignal {
+    return (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).signal;
   }
 
   modelAbort(): AbortController {
@@ -191,6 +197,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
         t.opts = withConsumers(t.opts, opts.consumes);
         t.interrupted = true;
         t.abort?.abort();
+        // A running tool is cancelled too: the model is told, and sees the new message.
+        (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).abort();
         await this.journal.commit({}, true);
         this.journal.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -361,6 +369,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.closed = true;
     this.journal.forget();
     this.turn?.abort?.abort();
+    this.turn?.toolAbort?.abort();
     this.machine.stop();
     this.journal.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).

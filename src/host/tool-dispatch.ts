@@ -19,7 +19,7 @@ import type { RegisteredTool } from '../registries/types.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';
-import { NEVER_ABORTED, type ActiveTurn } from './turn.js';
+import type { ActiveTurn } from './turn.js';
 
 export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: string, uses: readonly ToolUseBlock[], tools: ActorTools): Promise<void> {
   const { journal } = core;
@@ -161,7 +161,7 @@ export async function runTool(
     sessionId: core.id,
     turnId: t.turnId,
     callId: u.id,
-    signal: NEVER_ABORTED,
+    signal: core.toolSignal(t),
     ...(core.deps.artifacts ? { artifacts: toolArtifacts(core.deps.artifacts, core.id, core.record.tenantId) } : {}),
     ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
     ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
@@ -181,13 +181,15 @@ export async function runTool(
   // tool.called (or the approval that allows the call) is durable before the side effect.
   journal.barrier();
   const d = await core.deps.router.dispatchTool(tool, u.input, ctx);
-  if (approval) d.execution.approvalId = approval.approvalId;
+  // Cancelled because the host stopped: nothing is recorded, so recover() resumes the turn.
+  if (core.closed) return;
+  if (approval) for (const x of d.executions) x.approvalId = approval.approvalId;
   const at = core.deps.clock.iso();
   const batch = new OutcomeBatch(journal, at).add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content: d.llmContent, isError: d.isError, view: d.uiView });
   const mailbox: MailboxEntry[] = batch.mailbox;
   if (d.data !== undefined && !d.isError) mailbox.push({ kind: 'data', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, data: d.data });
   if (d.dataKind !== undefined) for (const e of surfaceEvents(core, t, actorName, { kind: d.dataKind, data: d.data, callId: u.id }, core.machine.state())) batch.events.push(e);
-  await journal.commit({ events: batch.events, mailbox, executions: [d.execution] });
+  await journal.commit({ events: batch.events, mailbox, executions: d.executions });
 }
 
 /** The a2ui-surface parts the surface templates build for a data record (docs/concepts/surfaces.md), as part.received events. */

@@ -2,6 +2,7 @@
  * The state of one turn while the host runs it, what the host persists to resume it, and the
  * small helpers the turn loop shares. No I/O.
  */
+import { getEventListeners, setMaxListeners } from 'node:events';
 import type { SendOptions, TurnOutcome } from '../api.js';
 import type { ModelError } from '../errors.js';
 import type { CompatTracker } from '../respond/index.js';
@@ -36,6 +37,12 @@ export interface ActiveTurn {
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
   abort: AbortController | null;
+  /**
+   * The signal of the turn's tool handlers (taken at its first tool call, see
+   * toolAbortController): aborted by an interrupt (the next model call's tools get a new one) and
+   * when the host stops (runtime close, session delete).
+   */
+  toolAbort?: AbortController | undefined;
   interrupted: boolean;
   /** The effect loop is running for this turn. */
   running: boolean;
@@ -68,12 +75,24 @@ export interface HostState {
   queue?: { turnId: string; message: InboundMessage; opts: SendOptions }[];
 }
 
+/**
+ * The AbortController for a turn's tool handlers: `previous` (the last turn's) when it is not
+ * aborted and nothing listens on it any more, else a new one (Node makes one in about 2.5 us).
+ * A signal a handler left a listener on is never handed to another turn, so such listeners go
+ * with their turn. Every running call listens on the signal (the router's cancel race, a
+ * handler's fetch), so Node's listener cap is lifted: many parallel calls are no leak.
+ */
+export function toolAbortController(previous?: AbortController | null): AbortController {
+  if (previous && !previous.signal.aborted && getEventListeners(previous.signal, 'abort').length === 0) return previous;
+  const c = new AbortController();
+  setMaxListeners(0, c.signal);
+  return c;
+}
+
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';
 /** The resume kind that tells a held turn its pending calls are all answered. */
 export const CALLS_ANSWERED = 'approval-response';
-/** Tool handlers of a turn that cannot be cancelled share one signal that never fires. */
-export const NEVER_ABORTED = new AbortController().signal;
 
 export function deferred<T>() {
   let resolve!: (v: T) => void;

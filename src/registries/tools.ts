@@ -10,7 +10,7 @@ import addFormatsModule from 'ajv-formats';
 import { RegistrationError, TurnstateError } from '../errors.js';
 import type { Routing, Scope } from '../types.js';
 import { Registry } from './registry.js';
-import type { ApprovalCompiler, RegisteredTool, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
+import type { ApprovalCompiler, RegisteredTool, RetryPolicy, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
 
 /** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
 const addFormats = addFormatsModule.default;
@@ -34,7 +34,16 @@ const KNOWN_FIELDS = new Set([
   'allowStandingApproval',
   'tags',
   'peerExposed',
+  'idempotent',
+  'timeoutMs',
+  'retry',
 ]);
+
+/** setTimeout's largest delay; a longer timeout or backoff would fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+/** The most attempts a retry policy may ask for (the first included). */
+export const MAX_RETRY_ATTEMPTS = 10;
+const RETRY_FIELDS = new Set(['attempts', 'backoffMs', 'backoffFactor']);
 
 const PLACEHOLDERS = new Set(['todo', 'tbd', 'fixme', 'xxx', 'n/a', 'na', '...', '…', 'placeholder', 'none', 'null', 'undefined', 'reason', 'justification', '-', '?']);
 /** The shortest explanation accepted for a justification or a bypass reason. */
@@ -71,6 +80,53 @@ function escapePointer(s: string): string {
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+/** The execution fields (`idempotent`, `timeoutMs`, `retry`), checked and normalised. */
+function checkExecution(
+  d: Record<string, unknown>,
+  routing: Routing,
+  fail: (rule: string, message: string) => never,
+): { idempotent: boolean; timeoutMs: number | undefined; retry: Readonly<Required<RetryPolicy>> | undefined } {
+  if (d.idempotent !== undefined && typeof d.idempotent !== 'boolean') fail('tools:idempotent:boolean', 'idempotent must be a boolean');
+  const idempotent = d.idempotent === true;
+  let timeoutMs: number | undefined;
+  if (d.timeoutMs !== undefined) {
+    if (routing === 'bypass') {
+      fail('tools:timeoutMs:routed-only', "timeoutMs applies to routed calls; a bypass tool runs inline in the actor's invocation, outside the router — remove timeoutMs or route the tool");
+    }
+    const t = d.timeoutMs;
+    if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > MAX_TIMER_MS) {
+      fail('tools:timeoutMs:positive', `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}; got ${JSON.stringify(t) ?? String(t)}`);
+    }
+    timeoutMs = t;
+  }
+  if (d.retry === undefined) return { idempotent, timeoutMs, retry: undefined };
+  if (routing === 'bypass') {
+    fail('tools:retry:routed-only', "retry applies to routed calls; a bypass tool runs inline in the actor's invocation, outside the router — remove retry or route the tool");
+  }
+  if (!idempotent) {
+    fail(
+      'tools:retry:requires-idempotent',
+      'retry is only allowed on a tool declared idempotent: true (one that may safely run twice for one call); a non-idempotent tool is never retried — remove retry, or declare idempotent: true if running it again is harmless',
+    );
+  }
+  const r = d.retry;
+  if (!isPlainObject(r)) fail('tools:retry:object', 'retry must be an object { attempts, backoffMs?, backoffFactor? }');
+  for (const key of Object.keys(r)) {
+    if (!RETRY_FIELDS.has(key)) fail('tools:retry:field-unknown', `'retry.${key}' is not a retry field; the fields are ${[...RETRY_FIELDS].join(', ')}`);
+  }
+  const { attempts, backoffMs = 0, backoffFactor = 2 } = r as Record<string, unknown>;
+  if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < 2 || attempts > MAX_RETRY_ATTEMPTS) {
+    fail('tools:retry:attempts', `retry.attempts is the number of attempts in all, the first included: an integer from 2 to ${MAX_RETRY_ATTEMPTS}; got ${JSON.stringify(attempts) ?? String(attempts)}`);
+  }
+  if (typeof backoffMs !== 'number' || !Number.isFinite(backoffMs) || backoffMs < 0 || backoffMs > MAX_TIMER_MS) {
+    fail('tools:retry:backoffMs', `retry.backoffMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}; got ${JSON.stringify(backoffMs) ?? String(backoffMs)}`);
+  }
+  if (typeof backoffFactor !== 'number' || !Number.isFinite(backoffFactor) || backoffFactor < 1 || backoffFactor > 10) {
+    fail('tools:retry:backoffFactor', `retry.backoffFactor must be a number from 1 to 10; got ${JSON.stringify(backoffFactor) ?? String(backoffFactor)}`);
+  }
+  return { idempotent, timeoutMs, retry: Object.freeze({ attempts, backoffMs, backoffFactor }) };
 }
 
 export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegistryApi {
@@ -164,6 +220,8 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
       tags = Object.freeze([...(d.tags as string[])]);
     }
 
+    const { idempotent, timeoutMs, retry } = checkExecution(d, routing, fail);
+
     const validateIn = this.#compile(name, 'inputSchema', d.inputSchema, true, fail);
     const validateOut = d.outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', d.outputSchema, false, fail);
     const approval = this.#compileApproval(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
@@ -177,6 +235,9 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
       justification,
       peerExposed: d.peerExposed === true,
       tags,
+      idempotent,
+      timeoutMs,
+      retry,
       inputSchema: d.inputSchema as Record<string, unknown>,
       outputSchema: d.outputSchema as Record<string, unknown> | undefined,
       handler: d.handler as ToolHandler,

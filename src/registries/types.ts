@@ -112,6 +112,10 @@ export interface ToolContext {
   tenantId?: string;
   /** Populated for calls resumed after approval. */
   approvalDecision?: { approvalId: string; decision: ApprovalDecision; by: Principal; via: string; reason?: string };
+  /**
+   * Aborts when the call should stop: the turn is interrupted, the session is deleted, the
+   * runtime closes, or the attempt passes the tool's `timeoutMs` (reason: a `TimeoutError`).
+   */
   signal: AbortSignal;
   /** Stores artifacts of this session (present when the runtime has an artifact store, which it has by default). */
   artifacts?: ToolArtifacts;
@@ -142,20 +146,47 @@ interface ToolDefinitionCommon<A = any, R = unknown> {
   /** Whether a standing approval (AAP `trust: true`) may pre-approve this tool. Default true. */
   allowStandingApproval?: boolean;
   tags?: string[];
+  /**
+   * Milliseconds a routed call may run. At the deadline the handler's `ctx.signal` aborts and the
+   * model gets an `isError` result saying the call timed out. Routed tools only.
+   */
+  timeoutMs?: number;
 }
 
-export type GeneralistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
+/** How a failed call of an idempotent routed tool is tried again. */
+export interface RetryPolicy {
+  /** Attempts in all, the first included: 2 to 10. */
+  attempts: number;
+  /** Wait before the second attempt (default 0); each later wait is `backoffFactor` times longer. */
+  backoffMs?: number;
+  /** Default 2; 1 waits `backoffMs` every time. */
+  backoffFactor?: number;
+}
+
+/**
+ * `retry` needs `idempotent: true`: only a tool that may safely run twice for one call is ever
+ * run again. A failed (thrown or rejected) or timed-out attempt is retried; a cancelled one never.
+ */
+type Idempotency =
+  | { idempotent: true; retry?: RetryPolicy }
+  | { idempotent?: false; retry?: never };
+
+export type GeneralistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & Idempotency & {
   scope: 'generalist';
   routing?: 'routed';
   peerExposed?: boolean;
 };
-export type RoutedSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
+export type RoutedSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & Idempotency & {
   scope: 'specialist';
   routing?: 'routed';
   justification: string;
 };
 export type BypassSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
   scope: 'specialist';
+  /** Bypass calls run inline, outside the router: no timeout, no retry (rejected at registration). */
+  idempotent?: boolean;
+  timeoutMs?: never;
+  retry?: never;
   routing: 'bypass';
   bypassRouting: { reason: string };
   justification: string;
@@ -203,6 +234,10 @@ export interface RegisteredTool {
   readonly justification: string | undefined;
   readonly peerExposed: boolean;
   readonly tags: readonly string[];
+  readonly idempotent: boolean;
+  readonly timeoutMs: number | undefined;
+  /** Present only on idempotent routed tools; `backoffMs` and `backoffFactor` filled in. */
+  readonly retry: Readonly<Required<RetryPolicy>> | undefined;
   readonly inputSchema: Record<string, unknown>;
   readonly outputSchema: Record<string, unknown> | undefined;
   readonly handler: ToolHandler;

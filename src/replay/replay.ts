@@ -80,7 +80,9 @@ interface ToolResultSource {
 
 function recordedResults(rec: Recording, match: 'callId' | 'content'): ToolResultSource {
   const byCall = new Map<string, ExecutionRecord>();
+  // A retried call logs one record per attempt; its last one is what the call returned.
   for (const x of rec.executions) byCall.set(x.callId, x);
+  const finals = new Set(byCall.values());
   const mailboxResults = new Map<string, Extract<MailboxEntry, { kind: 'tool_result' }>>();
   for (const m of rec.mailbox) if (m.kind === 'tool_result') mailboxResults.set(m.callId, m);
   const used = new Set<ExecutionRecord>();
@@ -92,7 +94,7 @@ function recordedResults(rec: Recording, match: 'callId' | 'content'): ToolResul
       if (match === 'callId') x = byCall.get(ctx.callId);
       else {
         const argJson = JSON.stringify(args ?? null);
-        const open = rec.executions.filter((e) => e.turnId === ctx.turnId && e.tool === tool && !used.has(e));
+        const open = rec.executions.filter((e) => e.turnId === ctx.turnId && e.tool === tool && finals.has(e) && !used.has(e));
         x = open.find((e) => JSON.stringify(e.args ?? null) === argJson) ?? open[0];
       }
       if (x) {

@@ -3,7 +3,7 @@
  * `specialist_execution`; generalist calls are logged the same way as `generalist_execution`).
  * Builders and truncation used by the router, plus an in-memory sink.
  */
-import type { ExecutionRecord, Routing, Scope } from '../types.js';
+import type { ExecutionOutcome, ExecutionRecord, Routing, Scope } from '../types.js';
 
 /** Default cap on the JSON of a logged result, in UTF-16 code units. */
 export const DEFAULT_RESULT_MAX_CHARS = 8192;
@@ -73,9 +73,13 @@ export interface ExecutionInput {
   bypassReason?: string | undefined;
   approvalId?: string | undefined;
   maxResultChars: number;
+  /** Default 1. */
+  attempt?: number;
+  /** Default `error` when isError, else `ok`. */
+  outcome?: ExecutionOutcome;
 }
 
-/** One ExecutionRecord with every spec 002 field; `bypassReason` iff routing is bypass. */
+/** One ExecutionRecord with every spec 002 field, plus `attempt` and `outcome`; `bypassReason` iff routing is bypass. */
 export function buildExecutionRecord(input: ExecutionInput): ExecutionRecord {
   const { result, resultTruncated } = truncateJson(input.resultJson, input.maxResultChars);
   const record: ExecutionRecord = {
@@ -93,6 +97,8 @@ export function buildExecutionRecord(input: ExecutionInput): ExecutionRecord {
     at: isoAt(input.startedAt),
     scope: input.scope,
     routing: input.routing,
+    attempt: input.attempt ?? 1,
+    outcome: input.outcome ?? (input.isError ? 'error' : 'ok'),
   };
   if (input.routing === 'bypass') record.bypassReason = input.bypassReason ?? '';
   if (input.approvalId !== undefined) record.approvalId = input.approvalId;

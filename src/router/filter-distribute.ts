@@ -5,10 +5,14 @@
  * `llm-session` (its view is the tool result) and `ui-stream` (its view is the `tool.result`
  * event's `view`) are built in and delivered by the runtime; consumers register the others
  * (`cache`, `audit`, `peer-response`, `formatter:<name>`, or their own ids).
+ * Each destination has a stream of its views (`views$(id)`); a consumer's `deliver` reads it
+ * through a bounded buffer, so a slow destination never holds up the turn.
  * Views share unannotated subtrees with the record's data: treat them as read-only.
  */
+import { Subject, type Observable } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import type { Scope } from '../types.js';
+import { BoundedDelivery, boundedDeliveryOptions, DEFAULT_BUFFER_SIZE, type BoundedDeliveryOptions, type DeliveryOutcome } from './bounded-delivery.js';
 import {
   audienceIncludes,
   compileAnnotations,
@@ -31,19 +35,44 @@ export interface DistributionMeta {
   dataKind?: string;
 }
 
-export interface Destination {
+/** One destination's view of one record, as its stream carries it. */
+export interface DistributedView {
+  readonly destination: DestinationId;
+  readonly view: unknown;
+  readonly meta: DistributionMeta;
+}
+
+export interface Destination extends BoundedDeliveryOptions {
   id: DestinationId;
   /**
    * Receives this destination's view; not called when nothing of the record is visible to it.
+   * A promise makes the destination busy until it settles: views arriving meanwhile wait in its
+   * buffer (`bufferSize`, default 1024), and when that is full `overflow` (default `drop-oldest`)
+   * drops one and `onOverflow` hears of it. The turn never waits for a destination.
    * A throw or a rejected promise is reported through `onError` and affects no other destination.
    */
   deliver?(view: unknown, meta: DistributionMeta): void | Promise<void>;
+}
+
+/** Counts of one destination's deliveries since it was registered. */
+export interface DestinationStats {
+  delivered: number;
+  failed: number;
+  dropped: number;
+  /** Views handed to the destination and not yet delivered, failed or dropped. */
+  pending: number;
 }
 
 export interface FilterAndDistributeOptions {
   destinations?: readonly Destination[];
   /** Errors from a destination's deliver. Default: a process warning. */
   onError?(error: unknown, destination: string, meta: DistributionMeta): void;
+  /**
+   * A view a full buffer dropped (`dropped` is the destination's running count). Default: one
+   * process warning (code TURNSTATE_DESTINATION_OVERFLOW) per burst, a burst ending when the
+   * destination's buffer is empty again.
+   */
+  onOverflow?(destination: string, dropped: number, meta: DistributionMeta): void;
 }
 
 export interface Distribution {
@@ -57,20 +86,33 @@ export const BUILT_IN_DESTINATIONS = ['llm-session', 'ui-stream'] as const;
 const HIDDEN: unique symbol = Symbol('hidden');
 type Hidden = typeof HIDDEN;
 
+interface Entry {
+  destination: Destination;
+  /** The destination's stream of views (`views$(id)`). */
+  stream: Subject<DistributedView>;
+  /** The buffer in front of its deliver (the same one `deliverBounded` uses). */
+  delivery: BoundedDelivery<DistributedView> | undefined;
+  stats: DestinationStats;
+  /** A burst of drops is under way (for the default warning). */
+  overflowing: boolean;
+}
+
 export class FilterAndDistribute {
-  private readonly destinations = new Map<string, Destination>();
+  private readonly entries = new Map<string, Entry>();
   private readonly onError: (error: unknown, destination: string, meta: DistributionMeta) => void;
+  private readonly onOverflow: (destination: string, dropped: number, meta: DistributionMeta) => void;
 
   constructor(opts: FilterAndDistributeOptions = {}) {
     this.onError = opts.onError ?? defaultOnError;
-    for (const id of BUILT_IN_DESTINATIONS) this.destinations.set(id, { id });
+    this.onOverflow = opts.onOverflow ?? ((destination, dropped) => this.warnOverflow(destination, dropped));
+    for (const id of BUILT_IN_DESTINATIONS) this.entries.set(id, newEntry({ id }));
     for (const d of opts.destinations ?? []) this.register(d);
   }
 
   /**
-   * Adds a destination. Throws `router.destination_invalid` for a malformed id and
-   * `router.destination_exists` for an id already registered (built-ins included).
-   * Returns a function that removes it again.
+   * Adds a destination. Throws `router.destination_invalid` for a malformed id or delivery
+   * option and `router.destination_exists` for an id already registered (built-ins included).
+   * Returns a function that removes it again (its buffered views are discarded).
    */
   register(destination: Destination): () => void {
     const id = destination?.id;
@@ -83,7 +125,13 @@ export class FilterAndDistribute {
     if (destination.deliver !== undefined && typeof destination.deliver !== 'function') {
       throw new TurnstateError('router.destination_invalid', `FilterAndDistribute.register(): "${id}".deliver must be a function`);
     }
-    if (this.destinations.has(id)) {
+    let delivery: Required<BoundedDeliveryOptions>;
+    try {
+      delivery = boundedDeliveryOptions(destination, `FilterAndDistribute.register("${id}")`);
+    } catch (e) {
+      throw new TurnstateError('router.destination_invalid', (e as Error).message);
+    }
+    if (this.entries.has(id)) {
       const builtIn = (BUILT_IN_DESTINATIONS as readonly string[]).includes(id);
       throw new TurnstateError(
         'router.destination_exists',
@@ -92,18 +140,48 @@ export class FilterAndDistribute {
           : `FilterAndDistribute.register(): destination "${id}" is already registered`,
       );
     }
-    this.destinations.set(id, destination);
+    const entry = newEntry(destination);
+    const deliver = destination.deliver;
+    if (deliver !== undefined) {
+      entry.delivery = new BoundedDelivery<DistributedView>((v) => deliver.call(destination, v.view, v.meta), delivery, (kind, v, detail) =>
+        this.outcome(entry, kind, v, detail),
+      );
+    }
+    this.entries.set(id, entry);
     return () => {
-      if (this.destinations.get(id) === destination) this.destinations.delete(id);
+      if (this.entries.get(id) !== entry) return;
+      this.entries.delete(id);
+      entry.delivery?.stop();
+      entry.stream.complete();
     };
   }
 
   has(id: string): boolean {
-    return this.destinations.has(id);
+    return this.entries.has(id);
   }
 
   ids(): string[] {
-    return [...this.destinations.keys()];
+    return [...this.entries.keys()];
+  }
+
+  /**
+   * The stream of views a registered destination is given, built-ins included (`llm-session`
+   * carries every distributed tool result's model view). Synchronous with `distribute()`;
+   * completes when the destination is removed. Throws `router.destination_unknown` for an id
+   * not registered.
+   */
+  views$(id: string): Observable<DistributedView> {
+    const entry = this.entries.get(id);
+    if (entry === undefined) {
+      throw new TurnstateError('router.destination_unknown', `FilterAndDistribute.views$(): no destination "${id}" is registered (registered: ${this.ids().join(', ')})`);
+    }
+    return entry.stream.asObservable();
+  }
+
+  /** Delivery counts of a registered destination; undefined for an unknown id. */
+  stats(id: string): DestinationStats | undefined {
+    const s = this.entries.get(id)?.stats;
+    return s === undefined ? undefined : { ...s };
   }
 
   /** The view of `record` for one destination id (registered or not); undefined when nothing is visible. */
@@ -112,8 +190,10 @@ export class FilterAndDistribute {
   }
 
   /**
-   * Computes every registered destination's view, then calls each destination's deliver
-   * with its view. Synchronous: async delivers run on, their rejections go to onError.
+   * Computes every registered destination's view and returns them (the llm-session view is the
+   * tool result, so it is there synchronously), then puts each visible view on its destination's
+   * stream. A synchronous deliver runs before this returns; an async one is buffered and never
+   * awaited.
    */
   distribute(record: AnnotatedRecord, meta: DistributionMeta): Distribution {
     if (!isAnnotatedRecord(record)) {
@@ -122,24 +202,51 @@ export class FilterAndDistribute {
     const root = compileAnnotations(record.fields);
     const active = [root];
     const views = new Map<string, unknown>();
-    for (const id of this.destinations.keys()) {
+    for (const id of this.entries.keys()) {
       const v = walk(record.data, active, record.default, id);
       views.set(id, v === HIDDEN ? undefined : v);
     }
-    for (const d of this.destinations.values()) {
-      if (d.deliver === undefined) continue;
-      const view = views.get(d.id);
+    for (const [id, entry] of this.entries) {
+      const observed = entry.stream.observed;
+      if (entry.delivery === undefined && !observed) continue;
+      const view = views.get(id);
       if (view === undefined) continue;
-      try {
-        const r = d.deliver(view, meta);
-        if (r !== undefined && typeof (r as Promise<void>).then === 'function') {
-          (r as Promise<void>).then(undefined, (e: unknown) => this.report(e, d.id, meta));
-        }
-      } catch (e) {
-        this.report(e, d.id, meta);
+      const dv: DistributedView = { destination: id, view, meta };
+      if (observed) entry.stream.next(dv);
+      if (entry.delivery !== undefined) {
+        entry.stats.pending++;
+        entry.delivery.push(dv);
       }
     }
     return { views };
+  }
+
+  private outcome(entry: Entry, kind: DeliveryOutcome<DistributedView>['kind'], v: DistributedView, error: unknown): void {
+    const s = entry.stats;
+    s.pending--;
+    if (kind === 'delivered') s.delivered++;
+    else if (kind === 'failed') {
+      s.failed++;
+      this.report(error, entry.destination.id, v.meta);
+    } else {
+      s.dropped++;
+      try {
+        this.onOverflow(entry.destination.id, s.dropped, v.meta);
+      } catch {
+        // onOverflow is the last resort; a throw here has nowhere else to go.
+      }
+    }
+    if (s.pending === 0) entry.overflowing = false;
+  }
+
+  private warnOverflow(destination: string, dropped: number): void {
+    const entry = this.entries.get(destination);
+    if (entry === undefined || entry.overflowing) return;
+    entry.overflowing = true;
+    process.emitWarning(
+      `destination "${destination}" is slower than the router: its buffer (${entry.destination.bufferSize ?? DEFAULT_BUFFER_SIZE}) is full and views are being dropped (${dropped} so far, policy ${entry.destination.overflow ?? 'drop-oldest'})`,
+      { code: 'TURNSTATE_DESTINATION_OVERFLOW' },
+    );
   }
 
   private report(error: unknown, destination: string, meta: DistributionMeta): void {
@@ -149,6 +256,16 @@ export class FilterAndDistribute {
       // onError is the last resort; a throw here has nowhere else to go.
     }
   }
+}
+
+function newEntry(destination: Destination): Entry {
+  return {
+    destination,
+    stream: new Subject<DistributedView>(),
+    delivery: undefined,
+    stats: { delivered: 0, failed: 0, dropped: 0, pending: 0 },
+    overflowing: false,
+  };
 }
 
 /** The view of `record` for destination `dest`; undefined when nothing is visible to it. */

@@ -1,10 +1,13 @@
 /** The router: routed tool dispatch, observers, filter-and-distribute, annotated records, execution log. */
 export { EventRouter } from './router.js';
-export type { EventRouterOptions, ObserveFilter, RoutedEvent, RouteOptions, ToolDispatch } from './router.js';
+export type { EventRouterOptions, ObserveFilter, RoutedCall, RoutedEvent, RoutedResult, RouteOptions, SessionStreams, ToolDispatch } from './router.js';
+export { filterAndDistribute } from './distribute-operator.js';
+export { deliverBounded, DEFAULT_BUFFER_SIZE } from './bounded-delivery.js';
+export type { BoundedDeliveryOptions, DeliveryOutcome, OverflowPolicy } from './bounded-delivery.js';
 export { annotate, isAnnotatedRecord, audienceIncludes, ANNOTATED_RECORD } from './annotated.js';
 export type { AnnotatedRecord, AnnotationSpec, Audience, CanonicalDestination, DestinationId, JsonPointer } from './annotated.js';
 export { FilterAndDistribute, filterView, BUILT_IN_DESTINATIONS } from './filter-distribute.js';
-export type { Destination, DistributionMeta, Distribution, FilterAndDistributeOptions } from './filter-distribute.js';
+export type { Destination, DestinationStats, DistributedView, DistributionMeta, Distribution, FilterAndDistributeOptions } from './filter-distribute.js';
 export {
   buildExecutionRecord,
   truncateResult,

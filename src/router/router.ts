@@ -10,11 +10,12 @@
  * - Every call, routed or bypass, yields an ExecutionRecord. A handler's throw, a cancelled
  *   call, or an output-schema violation becomes an `isError` result: dispatchTool never rejects.
  */
-import { Subject, type Subscription } from 'rxjs';
+import { Subject, filter, type Observable, type Subscription } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import type { RegisteredTool, ToolContext, ToolHandler } from '../registries/types.js';
-import type { ExecutionRecord } from '../types.js';
-import { isAnnotatedRecord } from './annotated.js';
+import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
+import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
+import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
 import { buildExecutionRecord, DEFAULT_RESULT_MAX_CHARS, toJsonText, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute, filterView } from './filter-distribute.js';
 
@@ -64,7 +65,47 @@ export interface ToolDispatch {
   data?: unknown;
   /** The data's kind (an AnnotatedRecord's `kind`), when the result is data-bearing and has one. */
   dataKind?: string;
+  /** The record of the last attempt (the only one unless the tool was retried). */
   execution: ExecutionRecord;
+  /** One record per attempt, in order; the last is `execution`. */
+  executions: ExecutionRecord[];
+}
+
+/** A routed tool call as it starts (`EventRouter.calls$`). */
+export interface RoutedCall {
+  readonly sessionId: string;
+  readonly turnId: string;
+  readonly callId: string;
+  readonly actor: string;
+  readonly tool: string;
+  readonly scope: Scope;
+  readonly args: unknown;
+  /** A routed specialist call: seen only through `inSession(sessionId)`. */
+  readonly private: boolean;
+}
+
+/** A routed tool call as it settles, after its last attempt (`EventRouter.results$`). */
+export interface RoutedResult {
+  readonly call: RoutedCall;
+  readonly isError: boolean;
+  readonly outcome: ExecutionOutcome;
+  /** How many times the handler was run (or refused to run, when cancelled first). */
+  readonly attempts: number;
+  /** The llm-session view, or the error message the model was given. */
+  readonly view: unknown;
+  /**
+   * A generalist call's AnnotatedRecord, whole: what `filterAndDistribute()` splits into
+   * per-destination views. Never set for specialist calls (specialists own their internals).
+   */
+  readonly record?: AnnotatedRecord;
+  /** The last attempt's record. */
+  readonly execution: ExecutionRecord;
+}
+
+/** The call and result streams of one session, its private (routed specialist) calls included. */
+export interface SessionStreams {
+  readonly calls$: Observable<RoutedCall>;
+  readonly results$: Observable<RoutedResult>;
 }
 
 export interface EventRouterOptions {
@@ -83,11 +124,35 @@ export interface EventRouterOptions {
 const TOOL_CALL = 'tool_call:';
 const TOOL_RESULT = 'tool_result:';
 
-class Cancelled extends Error {}
+/** One attempt's outcome, before it is logged. */
+interface Attempt {
+  result: unknown;
+  error: string | undefined;
+  outcome: ExecutionOutcome;
+  /** A thrown or rejected handler, or a timeout: an idempotent tool may be run again. */
+  retryable: boolean;
+  llmView: unknown;
+  uiView: unknown;
+  data: unknown;
+  record: AnnotatedRecord | undefined;
+  llmContent: string;
+  logJson: string | undefined;
+  startedAt: number;
+  durationMs: number;
+}
 
 export class EventRouter {
   readonly filterAndDistribute: FilterAndDistribute;
+  /**
+   * Routed tool calls as they start, every session's public (generalist) ones. Synchronous: an
+   * observer runs inside the dispatch, so it must not block; nothing is built while no one observes.
+   */
+  readonly calls$: Observable<RoutedCall>;
+  /** Routed tool calls as they settle (after the last attempt); public ones, like `calls$`. */
+  readonly results$: Observable<RoutedResult>;
   private readonly subject = new Subject<RoutedEvent>();
+  private readonly calls = new Subject<RoutedCall>();
+  private readonly results = new Subject<RoutedResult>();
   private readonly handlers = new Map<string, ToolHandler>();
   private readonly maxResultChars: number;
   private readonly executionLog: ExecutionSink | undefined;
@@ -104,6 +169,17 @@ export class EventRouter {
     this.executionLog = opts.executionLog;
     this.now = opts.now ?? Date.now;
     this.onError = opts.onError ?? defaultOnError;
+    this.calls$ = this.calls.pipe(filter((c) => !c.private));
+    this.results$ = this.results.pipe(filter((r) => !r.call.private));
+  }
+
+  /** The call and result streams of one session, its routed specialist calls included. */
+  inSession(sessionId: string): SessionStreams {
+    if (typeof sessionId !== 'string') throw new TurnstateError('router.observer_invalid', 'inSession(): sessionId must be a string');
+    return {
+      calls$: this.calls.pipe(filter((c) => c.sessionId === sessionId)),
+      results$: this.results.pipe(filter((r) => r.call.sessionId === sessionId)),
+    };
   }
 
   /** Publishes an event to the observers whose filter matches it. */
@@ -166,13 +242,16 @@ export class EventRouter {
     });
   }
 
-  /** Runs one tool call per spec 002; resolves with its outcome, never rejects. */
+  /**
+   * Runs one tool call per spec 002; resolves with its outcome, never rejects. A routed call runs
+   * under the tool's `timeoutMs`, and an idempotent tool's failed or timed-out attempts are tried
+   * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call.
+   */
   async dispatchTool(tool: RegisteredTool, args: unknown, ctx: ToolContext): Promise<ToolDispatch> {
-    const startedAt = this.now();
-    const t0 = performance.now();
     const routed = tool.routing === 'routed';
     const isPrivate = tool.scope === 'specialist';
     let handler = tool.handler;
+    let call: RoutedCall | undefined;
     if (routed) {
       if (this.subject.observed) {
         this.routeEvent(`actor:${ctx.actorName}`, TOOL_CALL + tool.name, args, {
@@ -182,27 +261,107 @@ export class EventRouter {
           callId: ctx.callId,
         });
       }
+      if (this.calls.observed || this.results.observed) {
+        call = { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: isPrivate };
+        if (this.calls.observed) this.calls.next(call);
+      }
       handler = this.handlers.get(tool.name) ?? handler;
     }
+    const timeoutMs = routed ? tool.timeoutMs : undefined;
+    const retry = routed ? tool.retry : undefined;
+    const attempts = retry?.attempts ?? 1;
 
-    let result: unknown;
-    let error: string | undefined;
-    if (ctx.signal?.aborted) {
-      error = `tool "${tool.name}" was cancelled before it ran`;
-    } else {
-      try {
-        result = handler(args, ctx);
-        if (isThenable(result)) result = await (ctx.signal ? raceAbort(result, ctx.signal) : result);
-      } catch (e) {
-        error =
-          e instanceof Cancelled ? `tool "${tool.name}" was cancelled` : `tool "${tool.name}" failed: ${errorMessage(e)}`;
+    let a: Attempt;
+    const executions: ExecutionRecord[] = [];
+    for (let n = 1; ; n++) {
+      // The run is inline (not a helper of its own) so that a call costs one await, not two.
+      const startedAt = this.now();
+      const t0 = performance.now();
+      let result: unknown;
+      let error: string | undefined;
+      let outcome: ExecutionOutcome = 'ok';
+      let retryable = false;
+      if (ctx.signal?.aborted) {
+        error = `tool "${tool.name}" was cancelled before it ran`;
+        outcome = 'cancelled';
+      } else {
+        const deadline = timeoutMs === undefined ? undefined : new Deadline(ctx.signal, timeoutMs);
+        const runCtx = deadline === undefined ? ctx : { ...ctx, signal: deadline.signal };
+        try {
+          result = handler(args, runCtx);
+          if (isThenable(result)) result = await (runCtx.signal ? raceAbort(result, runCtx.signal) : result);
+        } catch (e) {
+          if (deadline?.expired) {
+            error = `tool "${tool.name}" timed out after ${timeoutMs} ms`;
+            outcome = 'timeout';
+            retryable = true;
+          } else if (e instanceof Cancelled || ctx.signal?.aborted) {
+            error = `tool "${tool.name}" was cancelled`;
+            outcome = 'cancelled';
+          } else {
+            error = `tool "${tool.name}" failed: ${errorMessage(e)}`;
+            outcome = 'error';
+            retryable = true;
+          }
+        } finally {
+          deadline?.clear();
+        }
+      }
+      a = this.finish(tool, ctx, result, error, outcome, retryable, startedAt, t0);
+      if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
+      const execution = this.log(tool, args, ctx, a, n);
+      executions.push(execution);
+      if (!a.retryable || n >= attempts || !(await backoff(retry!, n, ctx.signal))) break;
+    }
+
+    const isError = a.error !== undefined;
+    const execution = executions[executions.length - 1]!;
+    if (routed) {
+      if (this.subject.observed) {
+        this.routeEvent(`actor:${ctx.actorName}`, TOOL_RESULT + tool.name, { callId: ctx.callId, isError, result: isError ? a.error : a.llmView }, {
+          sessionId: ctx.sessionId,
+          private: isPrivate,
+          turnId: ctx.turnId,
+          callId: ctx.callId,
+        });
+      }
+      if (call !== undefined && this.results.observed) {
+        const r: { -readonly [K in keyof RoutedResult]: RoutedResult[K] } = {
+          call,
+          isError,
+          outcome: a.outcome,
+          attempts: executions.length,
+          view: isError ? a.error : a.llmView,
+          execution,
+        };
+        if (a.record !== undefined && tool.scope === 'generalist') r.record = a.record;
+        this.results.next(r);
       }
     }
 
+    const dispatch: ToolDispatch = { callId: ctx.callId, llmContent: isError ? a.error! : a.llmContent, uiView: isError ? a.error : a.uiView, isError, execution, executions };
+    if (a.data !== undefined && !isError) {
+      dispatch.data = a.data;
+      if (a.record?.dataKind !== undefined) dispatch.dataKind = a.record.dataKind;
+    }
+    return dispatch;
+  }
+
+  /** Processes one attempt's outcome (views, output check, serialisation); never throws. */
+  private finish(
+    tool: RegisteredTool,
+    ctx: ToolContext,
+    result: unknown,
+    error: string | undefined,
+    outcome: ExecutionOutcome,
+    retryable: boolean,
+    startedAt: number,
+    t0: number,
+  ): Attempt {
     let llmView: unknown;
     let uiView: unknown;
     let data: unknown;
-    let dataKind: string | undefined;
+    let record: AnnotatedRecord | undefined;
     let llmContent = '';
     let logJson: string | undefined;
     if (error === undefined) {
@@ -210,6 +369,7 @@ export class EventRouter {
         if (isAnnotatedRecord(result)) {
           error = this.checkOutput(tool, result.data);
           if (error === undefined) {
+            record = result;
             if (tool.scope === 'generalist') {
               const { views } = this.filterAndDistribute.distribute(result, {
                 sessionId: ctx.sessionId,
@@ -228,7 +388,6 @@ export class EventRouter {
               uiView = filterView(result, 'ui-stream');
             }
             data = filterView(result, 'peer-response');
-            dataKind = result.dataKind;
           }
         } else {
           error = this.checkOutput(tool, result);
@@ -243,7 +402,6 @@ export class EventRouter {
               if (llmView === result) logJson = llmContent;
             } catch (e) {
               error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${errorMessage(e)}`;
-              data = undefined;
             }
           }
         } else {
@@ -253,15 +411,27 @@ export class EventRouter {
         // A malformed AnnotatedRecord or a failing validator: still a result, never a rejection.
         error = `tool "${tool.name}" returned a result that could not be processed: ${errorMessage(e)}`;
       }
+      if (error !== undefined) outcome = 'error';
     }
-    const isError = error !== undefined;
-    if (isError) {
-      llmContent = error!;
-      uiView = error;
-      data = undefined;
-      logJson ??= toJsonText({ error });
-    }
+    return {
+      result,
+      error,
+      outcome,
+      retryable,
+      llmView,
+      uiView,
+      data,
+      record,
+      llmContent,
+      logJson,
+      startedAt,
+      durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
+    };
+  }
 
+  /** Builds one attempt's ExecutionRecord and appends it to the sink. */
+  private log(tool: RegisteredTool, args: unknown, ctx: ToolContext, a: Attempt, attempt: number): ExecutionRecord {
+    const isError = a.error !== undefined;
     const execution = buildExecutionRecord({
       sessionId: ctx.sessionId,
       turnId: ctx.turnId,
@@ -269,15 +439,17 @@ export class EventRouter {
       tool: tool.name,
       callId: ctx.callId,
       args,
-      resultJson: logJson ?? toJsonText(result),
+      resultJson: isError ? (a.logJson ?? toJsonText({ error: a.error })) : (a.logJson ?? toJsonText(a.result)),
       isError,
-      durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
-      startedAt,
+      durationMs: a.durationMs,
+      startedAt: a.startedAt,
       scope: tool.scope,
       routing: tool.routing,
       bypassReason: tool.bypassReason,
       approvalId: ctx.approvalDecision?.approvalId,
       maxResultChars: this.maxResultChars,
+      attempt,
+      outcome: a.outcome,
     });
     if (this.executionLog !== undefined) {
       try {
@@ -286,27 +458,14 @@ export class EventRouter {
         this.report(e, 'execution-log');
       }
     }
-
-    if (routed && this.subject.observed) {
-      this.routeEvent(`actor:${ctx.actorName}`, TOOL_RESULT + tool.name, { callId: ctx.callId, isError, result: isError ? error : llmView }, {
-        sessionId: ctx.sessionId,
-        private: isPrivate,
-        turnId: ctx.turnId,
-        callId: ctx.callId,
-      });
-    }
-
-    const dispatch: ToolDispatch = { callId: ctx.callId, llmContent, uiView, isError, execution };
-    if (data !== undefined) {
-      dispatch.data = data;
-      if (dataKind !== undefined) dispatch.dataKind = dataKind;
-    }
-    return dispatch;
+    return execution;
   }
 
   /** Completes the event stream: observers are released, later events reach no one. */
   close(): void {
     this.subject.complete();
+    this.calls.complete();
+    this.results.complete();
   }
 
   private checkOutput(tool: RegisteredTool, value: unknown): string | undefined {
@@ -333,23 +492,6 @@ function violationText(v: { path: string; message: string }): string {
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
   return (typeof x === 'object' || typeof x === 'function') && x !== null && typeof (x as PromiseLike<unknown>).then === 'function';
-}
-
-function raceAbort(p: PromiseLike<unknown>, signal: AbortSignal): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(new Cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 function errorMessage(e: unknown): string {

@@ -395,3 +395,67 @@ describe('ToolRegistry: resolve (spec 002 "Per-actor filtering")', () => {
     }).toThrow(TypeError);
   });
 });
+
+describe('ToolRegistry: timeouts and retries (spec 002 "Cancellation, retry, and audit instrumentation still apply")', () => {
+  it('tools:execution:defaults — a tool without the fields is not idempotent, has no timeout and no retry policy', () => {
+    const t = new ToolRegistry(compileApprovalPolicy).register(generalist());
+    expect(t).toMatchObject({ idempotent: false, timeoutMs: undefined, retry: undefined });
+  });
+
+  it('tools:retry:normalised — an idempotent routed tool keeps its timeout and its retry policy, defaults filled in and frozen', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    const t = r.register(generalist({ idempotent: true, timeoutMs: 2500, retry: { attempts: 3 } }));
+    expect(t).toMatchObject({ idempotent: true, timeoutMs: 2500, retry: { attempts: 3, backoffMs: 0, backoffFactor: 2 } });
+    expect(Object.isFrozen(t.retry)).toBe(true);
+    const s = r.register(specialist({ idempotent: true, retry: { attempts: 2, backoffMs: 50, backoffFactor: 1 } }));
+    expect(s.retry).toEqual({ attempts: 2, backoffMs: 50, backoffFactor: 1 });
+  });
+
+  it('tools:retry:requires-idempotent — retry on a tool not declared idempotent is rejected, naming the tool and the fix', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    expectRule(() => r.register(generalist({ retry: { attempts: 3 } })), 'tools:retry:requires-idempotent', "'search_flights'", /idempotent: true/);
+    expectRule(() => r.register(generalist({ idempotent: false, retry: { attempts: 3 } })), 'tools:retry:requires-idempotent');
+    expect(r.has('search_flights')).toBe(false);
+  });
+
+  it('tools:retry:requires-idempotent — the definition type already refuses retry without idempotent: true, and timeoutMs/retry on bypass', () => {
+    const base = { name: 'typed_rates', description: 'Rates.', inputSchema: { type: 'object' }, handler: () => ({}) } as const;
+    const ok: ToolDefinition = { ...base, scope: 'generalist', idempotent: true, timeoutMs: 100, retry: { attempts: 2 } };
+    // @ts-expect-error retry needs idempotent: true
+    const noIdem: ToolDefinition = { ...base, scope: 'generalist', retry: { attempts: 2 } };
+    const bypassBase = { ...base, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'inline in the actor loop' }, justification: 'private to one actor, its own state' } as const;
+    // @ts-expect-error a bypass tool takes no timeoutMs
+    const bypassTimeout: ToolDefinition = { ...bypassBase, timeoutMs: 100 };
+    const r = new ToolRegistry(compileApprovalPolicy);
+    expect(r.register(ok).retry?.attempts).toBe(2);
+    expect(() => r.register(noIdem)).toThrow(RegistrationError);
+    expect(() => r.register(bypassTimeout)).toThrow(RegistrationError);
+  });
+
+  it('tools:retry:routed-only / tools:timeoutMs:routed-only — a bypass tool (run inline, outside the router) takes neither', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    expectRule(() => r.register(bypass({ idempotent: true, retry: { attempts: 2 } })), 'tools:retry:routed-only', "'imap_fetch'", /bypass/);
+    expectRule(() => r.register(bypass({ timeoutMs: 100 })), 'tools:timeoutMs:routed-only', /bypass/);
+    expect(r.register(bypass({ idempotent: true })).idempotent).toBe(true);
+  });
+
+  it('tools:retry:attempts / backoffMs / backoffFactor / field-unknown / object — a malformed policy is rejected, naming the field and the value', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    const idem = (retry: unknown) => () => r.register(generalist({ idempotent: true, retry }));
+    expectRule(idem(null), 'tools:retry:object');
+    expectRule(idem(3), 'tools:retry:object');
+    for (const attempts of [undefined, 1, 0, 2.5, 11, '3']) expectRule(idem({ attempts }), 'tools:retry:attempts', /retry\.attempts/);
+    for (const backoffMs of [-1, Number.NaN, Infinity, '10', 2 ** 31]) expectRule(idem({ attempts: 2, backoffMs }), 'tools:retry:backoffMs', /retry\.backoffMs/);
+    for (const backoffFactor of [0.5, 11, Number.NaN]) expectRule(idem({ attempts: 2, backoffFactor }), 'tools:retry:backoffFactor', /retry\.backoffFactor/);
+    expectRule(idem({ attempts: 2, maxAttempts: 3 }), 'tools:retry:field-unknown', /'retry\.maxAttempts'/);
+  });
+
+  it('tools:timeoutMs:positive / tools:idempotent:boolean — a timeout is milliseconds above 0; idempotent is a boolean', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    for (const timeoutMs of [0, -5, Number.NaN, Infinity, '100', 2 ** 31]) {
+      expectRule(() => r.register(generalist({ timeoutMs })), 'tools:timeoutMs:positive', /timeoutMs/);
+    }
+    expectRule(() => r.register(generalist({ idempotent: 'yes' })), 'tools:idempotent:boolean');
+    expect(r.register(generalist({ timeoutMs: 0.5 })).timeoutMs).toBe(0.5);
+  });
+});

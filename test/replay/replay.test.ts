@@ -231,6 +231,51 @@ describe('replay reproduces recorded sessions', () => {
     reopened.close();
   });
 
+  it('replay:exact:retried-tool — a call of an idempotent tool that took three attempts replays from its final attempt, by callId and by content', async () => {
+    const { createRuntime } = await import('../../src/runtime.js');
+    const { createScriptedModel } = await import('../../src/models/scripted.js');
+    let runs = 0;
+    const setup = (reg: import('../../src/registries/types.js').Registries) => {
+      reg.tools.register({
+        name: 'rates',
+        description: 'Exchange rates',
+        inputSchema: { type: 'object', properties: { ccy: { type: 'string' } } },
+        scope: 'generalist',
+        idempotent: true,
+        retry: { attempts: 3 },
+        handler: () => {
+          runs += 1;
+          if (runs < 3) throw new Error(`upstream 503 (${runs})`);
+          return { eur: 1.08 };
+        },
+      });
+      reg.actors.register({ name: 'fx', tools: ['rates'] });
+    };
+    const store = createSqliteStore({ path: join(dir, 'retried.db') });
+    const rt = createRuntime({
+      model: createScriptedModel({
+        rules: [
+          { when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'rates', input: { ccy: 'EUR' } }] } },
+          { when: { on: 'tool_result', tool: 'rates' }, respond: { blocks: [respond([{ text: 'EUR is 1.08.', partType: 'response' }], 'complete')] } },
+        ],
+      }),
+      store,
+    });
+    setup(rt.registries);
+    const s = await rt.createSession({ id: 'retried', actor: 'fx' });
+    expect((await (await s.send('euro rate?')).settled).finalizedBy).toBe('complete');
+    await rt.close();
+    const reopened = createSqliteStore({ path: join(dir, 'retried.db') });
+    expect((await reopened.readExecutions('retried')).map((x) => x.outcome)).toEqual(['error', 'error', 'ok']);
+    runs = 0;
+    await expectExactReplay(reopened, 'retried', { setup });
+    await expectExactReplay(reopened, 'retried', { setup, match: 'content' });
+    // Inferred from the recording (no retry policy known): the final attempt is what is served.
+    await expectExactReplay(reopened, 'retried', { match: 'content' });
+    expect(runs).toBe(0);
+    reopened.close();
+  });
+
   it('replay:error:unknown-session — replaying a session the store does not hold fails with a clear error', async () => {
     const { store } = await recordDesk('desk-unknown');
     await expect(replaySession(store, 'nope')).rejects.toThrow(ReplayError);

@@ -39,7 +39,7 @@ describe('execution log helpers', () => {
     expect(JSON.parse(toJsonText({ n: 1n }))).toMatch(/^\[unserialisable: /);
   });
 
-  it('router:execution:fields — buildExecutionRecord sets every field; bypassReason iff bypass', () => {
+  it('router:execution:fields — buildExecutionRecord sets every field (attempt 1 and outcome by default); bypassReason iff bypass', () => {
     const base = {
       sessionId: 's', turnId: 't', actor: 'a', tool: 'x', callId: 'c', args: { q: 1 }, resultJson: '{"ok":true}',
       isError: false, durationMs: 1.5, startedAt: 0, scope: 'specialist' as const, maxResultChars: 100,
@@ -48,7 +48,7 @@ describe('execution log helpers', () => {
     expect(routed).toEqual({
       kind: 'specialist_execution', sessionId: 's', turnId: 't', actor: 'a', tool: 'x', callId: 'c', args: { q: 1 },
       result: '{"ok":true}', resultTruncated: false, isError: false, durationMs: 1.5, at: '1970-01-01T00:00:00.000Z',
-      scope: 'specialist', routing: 'routed',
+      scope: 'specialist', routing: 'routed', attempt: 1, outcome: 'ok',
     });
     const bypass = buildExecutionRecord({ ...base, routing: 'bypass', bypassReason: 'latency', approvalId: 'ap' });
     expect(bypass).toMatchObject({ routing: 'bypass', bypassReason: 'latency', approvalId: 'ap' });

@@ -13,6 +13,8 @@ export interface ToolSpec {
   handler: ToolHandler;
   outputSchema?: Record<string, unknown>;
   bypassReason?: string;
+  /** Further definition fields (`idempotent`, `timeoutMs`, `retry`, ...). */
+  extra?: Record<string, unknown>;
 }
 
 const registry = new ToolRegistry(compileApprovalPolicy);
@@ -25,6 +27,7 @@ export function makeTool(spec: ToolSpec): RegisteredTool {
     inputSchema: { type: 'object' },
     handler: spec.handler,
     ...(spec.outputSchema === undefined ? {} : { outputSchema: spec.outputSchema }),
+    ...spec.extra,
   };
   const justification = 'private to one actor: its own mailbox and extraction work';
   if (spec.scope === 'generalist') return registry.register({ ...common, scope: 'generalist' });

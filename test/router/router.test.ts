@@ -32,7 +32,7 @@ function collect(router: EventRouter, filter: Parameters<EventRouter['observe']>
 
 const ALL_FIELDS = [
   'kind', 'sessionId', 'turnId', 'actor', 'tool', 'callId', 'args', 'result',
-  'resultTruncated', 'isError', 'durationMs', 'at', 'scope', 'routing',
+  'resultTruncated', 'isError', 'durationMs', 'at', 'scope', 'routing', 'attempt', 'outcome',
 ] as const;
 
 function expectComplete(rec: ExecutionRecord) {

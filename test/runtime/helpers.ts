@@ -10,7 +10,7 @@ import { createScriptedModel, type ScriptedModel } from '../../src/models/script
 import type { ModelScript, ScriptBlock, ScriptResponse } from '../../src/models/script.js';
 import type { RuntimeOptions } from '../../src/api.js';
 import type { Part, SessionEvent, SessionEventOf, SessionEventType } from '../../src/types.js';
-import type { Registries } from '../../src/registries/types.js';
+import type { Registries, ToolContext } from '../../src/registries/types.js';
 
 export function part(partType: string, text: string): Part {
   return { text, metadata: { partType } };
@@ -64,7 +64,7 @@ export function addGatedTool(registries: Registries, name: string): () => void {
 export function addTool(
   registries: Registries,
   name: string,
-  fn: (args: any) => unknown = (a) => ({ ok: true, echo: a }),
+  fn: (args: any, ctx: ToolContext) => unknown = (a) => ({ ok: true, echo: a }),
   extra: Record<string, unknown> = {},
 ): void {
   registries.tools.register({
@@ -72,7 +72,7 @@ export function addTool(
     description: `The ${name} tool`,
     inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
     scope: 'generalist',
-    handler: async (a: any) => fn(a),
+    handler: async (a: any, ctx: ToolContext) => fn(a, ctx),
     ...extra,
   } as any);
 }

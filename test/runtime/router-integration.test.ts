@@ -323,3 +323,34 @@ describe('router through the runtime', () => {
   });
 });
 
+
+describe('router streams through the runtime', () => {
+  it('router:distribute:slow-destination-off-the-turn — an audit writer that never finishes holds up no turn; its views wait in its buffer', async () => {
+    const { rt, model } = harness({
+      rules: [
+        { when: { on: 'user' }, respond: answer(toolUse('flight_search', { q: 'CFU' })) },
+        { when: { on: 'tool_result' }, respond: answer(respond([part('response', 'Two flights.')], 'complete')) },
+      ],
+    });
+    const written: unknown[] = [];
+    rt.router.filterAndDistribute.register({ id: 'audit', bufferSize: 8, deliver: (view) => (written.push(view), new Promise<void>(() => {})) });
+    const results: string[] = [];
+    rt.router.results$.subscribe((r) => void results.push(`${r.call.tool}:${r.outcome}:${r.attempts}`));
+    rt.registries.tools.register({
+      name: 'flight_search',
+      description: 'Search flights',
+      inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+      scope: 'generalist',
+      handler: async () => annotate(flights, { kind: 'flights', fields: { '/flights/*/supplierCost': ['audit'] } }),
+    });
+    rt.registries.actors.register({ name: 'sally', tools: ['flight_search'] });
+    const s = await rt.createSession({ actor: 'sally' });
+    for (let i = 0; i < 3; i++) expect((await (await s.send(`flights ${i}`)).settled).finalizedBy).toBe('complete');
+    // The model got each result at once (the llm-session view); the audit writer still holds the first.
+    expect(model.requests).toHaveLength(6);
+    expect(written).toHaveLength(1);
+    expect(rt.router.filterAndDistribute.stats('audit')).toEqual({ delivered: 0, failed: 0, dropped: 0, pending: 3 });
+    expect(results).toEqual(['flight_search:ok:1', 'flight_search:ok:1', 'flight_search:ok:1']);
+    await rt.close();
+  });
+});

@@ -1,0 +1,188 @@
+/**
+ * deliverBounded: an RxJS operator that hands each value of its source to a consumer that may be
+ * slow (an async cache or audit writer) without ever holding the source up.
+ *
+ * A consumer that returns a promise is busy until the promise settles; at most `concurrency`
+ * deliveries run at once, and values that arrive meanwhile wait, in order, in a buffer of
+ * `bufferSize`. When the buffer is full the overflow policy drops one value: the oldest waiting
+ * one (`drop-oldest`, the default: the consumer catches up with the newest state) or the one
+ * arriving (`drop-newest`). Each value yields one outcome: `delivered`, `failed` (the consumer
+ * threw or rejected) or `dropped` (with the running count of drops). A consumer that returns
+ * nothing is called synchronously and never buffers.
+ *
+ * The output completes once the source has completed and every buffered value is delivered;
+ * unsubscribing discards the buffer.
+ */
+import { Observable, type OperatorFunction } from 'rxjs';
+import { TurnstateError } from '../errors.js';
+
+export type OverflowPolicy = 'drop-oldest' | 'drop-newest';
+
+export interface BoundedDeliveryOptions {
+  /** Values that may wait while the consumer is busy (default 1024; 0 drops every value that finds it busy). */
+  bufferSize?: number;
+  /** Which value goes when the buffer is full (default `drop-oldest`). */
+  overflow?: OverflowPolicy;
+  /** Deliveries in flight at once (default 1: in order, one at a time). */
+  concurrency?: number;
+}
+
+export type DeliveryOutcome<T> =
+  | { readonly kind: 'delivered'; readonly value: T }
+  | { readonly kind: 'failed'; readonly value: T; readonly error: unknown }
+  /** `dropped` counts every value this subscription has dropped so far, this one included. */
+  | { readonly kind: 'dropped'; readonly value: T; readonly dropped: number };
+
+export const DEFAULT_BUFFER_SIZE = 1024;
+
+/** Checks and fills in the options; throws `router.delivery_invalid` naming the bad field. */
+export function boundedDeliveryOptions(opts: BoundedDeliveryOptions = {}, where = 'deliverBounded()'): Required<BoundedDeliveryOptions> {
+  const { bufferSize = DEFAULT_BUFFER_SIZE, overflow = 'drop-oldest', concurrency = 1 } = opts;
+  if (!Number.isInteger(bufferSize) || bufferSize < 0) {
+    throw new TurnstateError('router.delivery_invalid', `${where}: bufferSize must be a non-negative integer, got ${String(bufferSize)}`);
+  }
+  if (overflow !== 'drop-oldest' && overflow !== 'drop-newest') {
+    throw new TurnstateError('router.delivery_invalid', `${where}: overflow must be 'drop-oldest' or 'drop-newest', got ${JSON.stringify(overflow)}`);
+  }
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new TurnstateError('router.delivery_invalid', `${where}: concurrency must be a positive integer, got ${String(concurrency)}`);
+  }
+  return { bufferSize, overflow, concurrency };
+}
+
+/** How one value ended: `detail` is the error of a `failed` one, the running drop count of a `dropped` one. */
+export type DeliveryListener<T> = (kind: DeliveryOutcome<T>['kind'], value: T, detail: unknown) => void;
+
+/**
+ * The buffer behind `deliverBounded`, for callers that push values themselves (FilterAndDistribute
+ * feeds each destination's through one, with no stream in between). `push` never blocks and never
+ * throws; `listener` hears one outcome per value (it must not throw).
+ */
+export class BoundedDelivery<T> {
+  private queue: T[] = [];
+  private head = 0;
+  private inFlight = 0;
+  private dropped = 0;
+  private ending = false;
+  private stopped = false;
+  private readonly bufferSize: number;
+  private readonly overflow: OverflowPolicy;
+  private readonly concurrency: number;
+
+  constructor(
+    private readonly deliver: (value: T) => void | PromiseLike<void>,
+    opts: BoundedDeliveryOptions | undefined,
+    private readonly listener: DeliveryListener<T>,
+    private readonly onDrained?: () => void,
+  ) {
+    if (typeof deliver !== 'function') throw new TurnstateError('router.delivery_invalid', 'deliverBounded(): deliver must be a function');
+    ({ bufferSize: this.bufferSize, overflow: this.overflow, concurrency: this.concurrency } = boundedDeliveryOptions(opts));
+  }
+
+  /** Values waiting (not counting deliveries in flight). */
+  get waiting(): number {
+    return this.queue.length - this.head;
+  }
+
+  push(value: T): void {
+    if (this.stopped || this.ending) return;
+    if (this.inFlight < this.concurrency && this.head === this.queue.length) {
+      this.run(value);
+      return;
+    }
+    if (this.queue.length - this.head < this.bufferSize) {
+      this.queue.push(value);
+      return;
+    }
+    if (this.overflow === 'drop-newest' || this.bufferSize === 0) {
+      this.listener('dropped', value, ++this.dropped);
+      return;
+    }
+    const oldest = this.queue[this.head]!;
+    this.queue[this.head++] = undefined as T;
+    this.queue.push(value);
+    this.listener('dropped', oldest, ++this.dropped);
+  }
+
+  /** No more values: `onDrained` runs once every buffered value is delivered. */
+  end(): void {
+    this.ending = true;
+    this.drainedYet();
+  }
+
+  /** Discards the buffer; deliveries in flight finish unheard. */
+  stop(): void {
+    this.stopped = true;
+    this.queue = [];
+    this.head = 0;
+  }
+
+  private run(value: T): void {
+    let r: void | PromiseLike<void>;
+    try {
+      r = this.deliver(value);
+    } catch (error) {
+      this.listener('failed', value, error);
+      return;
+    }
+    if (r !== undefined && r !== null && typeof (r as PromiseLike<void>).then === 'function') {
+      this.inFlight++;
+      (r as PromiseLike<void>).then(
+        () => this.settled('delivered', value, undefined),
+        (error: unknown) => this.settled('failed', value, error),
+      );
+    } else {
+      this.listener('delivered', value, undefined);
+    }
+  }
+
+  private settled(kind: 'delivered' | 'failed', value: T, error: unknown): void {
+    this.inFlight--;
+    if (this.stopped) return;
+    this.listener(kind, value, error);
+    while (this.inFlight < this.concurrency && this.head < this.queue.length && !this.stopped) {
+      const v = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as T;
+      this.run(v);
+    }
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
+    } else if (this.head > 256 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    this.drainedYet();
+  }
+
+  private drainedYet(): void {
+    if (this.ending && !this.stopped && this.inFlight === 0 && this.head === this.queue.length) {
+      this.stopped = true;
+      this.onDrained?.();
+    }
+  }
+}
+
+export function deliverBounded<T>(deliver: (value: T) => void | PromiseLike<void>, opts?: BoundedDeliveryOptions): OperatorFunction<T, DeliveryOutcome<T>> {
+  if (typeof deliver !== 'function') throw new TurnstateError('router.delivery_invalid', 'deliverBounded(): deliver must be a function');
+  boundedDeliveryOptions(opts);
+  return (source) =>
+    new Observable<DeliveryOutcome<T>>((out) => {
+      const q = new BoundedDelivery<T>(
+        deliver,
+        opts,
+        (kind, value, detail) =>
+          out.next(kind === 'delivered' ? { kind, value } : kind === 'failed' ? { kind, value, error: detail } : { kind, value, dropped: detail as number }),
+        () => out.complete(),
+      );
+      const sub = source.subscribe({
+        next: (value) => q.push(value),
+        error: (e: unknown) => out.error(e),
+        complete: () => q.end(),
+      });
+      return () => {
+        sub.unsubscribe();
+        q.stop();
+      };
+    });
+}
