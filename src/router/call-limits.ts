@@ -1,6 +1,8 @@
 /**
  * The time limits of one routed call: a per-attempt deadline (`timeoutMs`), the race of a pending
- * handler against its signal, and the wait between retries. Timers are plain setTimeout (fake
+ * handler against that deadline, and the wait between retries. A cancelled call aborts the
+ * handler's signal but is not raced: a handler that ignores the signal runs to its end and its
+ * result counts, so a side effect that happened is never reported as cancelled. Timers are plain setTimeout (fake
  * timers drive them in tests); a deadline or a backoff costs only the calls of tools that have one.
  */
 import type { RetryPolicy } from '../registries/types.js';
@@ -8,11 +10,16 @@ import type { RetryPolicy } from '../registries/types.js';
 /** Rejection of a pending handler whose signal aborted (the handler is not awaited further). */
 export class Cancelled extends Error {}
 
-/** A timeout for one attempt: its signal aborts at the deadline or when `parent` aborts. */
+/**
+ * A timeout for one attempt: its signal aborts at the deadline or when `parent` aborts;
+ * `expiry` aborts only at the deadline (what the router races a pending handler against).
+ */
 export class Deadline {
   readonly signal: AbortSignal;
+  readonly expiry: AbortSignal;
   expired = false;
   private readonly ctl = new AbortController();
+  private readonly expiryCtl = new AbortController();
   private readonly timer: ReturnType<typeof setTimeout>;
   private readonly onParent: (() => void) | undefined;
 
@@ -21,9 +28,12 @@ export class Deadline {
     ms: number,
   ) {
     this.signal = this.ctl.signal;
+    this.expiry = this.expiryCtl.signal;
     this.timer = setTimeout(() => {
       this.expired = true;
-      this.ctl.abort(new DOMException(`timed out after ${ms} ms`, 'TimeoutError'));
+      const reason = new DOMException(`timed out after ${ms} ms`, 'TimeoutError');
+      this.ctl.abort(reason);
+      this.expiryCtl.abort(reason);
     }, ms);
     if (parent !== undefined) {
       const onParent = (): void => this.ctl.abort(parent.reason);

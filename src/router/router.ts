@@ -289,7 +289,9 @@ export class EventRouter {
         const runCtx = deadline === undefined ? ctx : { ...ctx, signal: deadline.signal };
         try {
           result = handler(args, runCtx);
-          if (isThenable(result)) result = await (runCtx.signal ? raceAbort(result, runCtx.signal) : result);
+          // Raced only against the deadline: a cancelled handler settles as it will (it honours
+          // its signal and rejects, or it finishes and its result counts).
+          if (isThenable(result)) result = await (deadline ? raceAbort(result, deadline.expiry) : result);
         } catch (e) {
           if (deadline?.expired) {
             error = `tool "${tool.name}" timed out after ${timeoutMs} ms`;

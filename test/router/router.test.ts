@@ -274,10 +274,17 @@ describe('EventRouter.dispatchTool', () => {
     expect(num.llmContent).toBe('7');
   });
 
-  it('router:cancel:aborted — an aborted call does not run; one aborted mid-flight settles at once as cancelled', async () => {
+  it('router:cancel:aborted — an aborted call does not run; one aborted mid-flight is cancelled when its handler honours the signal, and a handler that ignores it is awaited (a side effect that happened is never reported as cancelled)', async () => {
     const router = new EventRouter();
     let ran = 0;
-    const slow = makeTool({ name: 'slow', scope: 'specialist', handler: () => { ran += 1; return new Promise(() => {}); } });
+    const slow = makeTool({
+      name: 'slow',
+      scope: 'specialist',
+      handler: (_args: unknown, c: { signal: AbortSignal }) => {
+        ran += 1;
+        return new Promise((_resolve, reject) => c.signal.addEventListener('abort', () => reject(c.signal.reason), { once: true }));
+      },
+    });
     const pre = new AbortController();
     pre.abort();
     const a = await router.dispatchTool(slow, {}, ctx({ signal: pre.signal }));
@@ -290,6 +297,13 @@ describe('EventRouter.dispatchTool', () => {
     expect(ran).toBe(1);
     expect(b).toMatchObject({ isError: true, llmContent: 'tool "slow" was cancelled' });
     expectComplete(b.execution);
+    let finish!: () => void;
+    const stubborn = makeTool({ name: 'stubborn', scope: 'specialist', handler: () => new Promise((resolve) => (finish = () => resolve({ booked: true }))) });
+    const late = new AbortController();
+    const q = router.dispatchTool(stubborn, {}, ctx({ signal: late.signal }));
+    late.abort();
+    finish();
+    expect(await q).toMatchObject({ isError: false, llmContent: '{"booked":true}' });
   });
 
   it('router:observe:errors-contained — a throwing observer affects neither the call nor other observers', async () => {
