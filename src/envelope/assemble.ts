@@ -179,9 +179,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 function mergeValue(a: unknown, b: unknown, pointer: string, onReplace: (pointer: string) => void): unknown {
   if (isPlainObject(a) && isPlainObject(b)) {
     const out: Record<string, unknown> = { ...a };
-    for (const [k, v] of Object.entries(b)) {
-      const p = `${pointer}/${escapeSegment(k)}`;
-      out[k] = Object.prototype.hasOwnProperty.call(a, k) ? mergeValue(a[k], v, p, onReplace) : v;
+    for (const k of Object.keys(b)) {
+      // The pointer is built only where the two overlap (a new key merges nothing).
+      out[k] = Object.prototype.hasOwnProperty.call(a, k) ? mergeValue(a[k], b[k], `${pointer}/${escapeSegment(k)}`, onReplace) : b[k];
     }
     return out;
   }

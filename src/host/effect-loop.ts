@@ -71,14 +71,17 @@ export class EffectLoop {
     const effects = this.host.machine.effects;
     while (effects.length > 0) {
       if (this.host.closed) return GO_ON;
-      const end = await this.execute(t, effects.shift()!);
+      // Most effects only add to what the next commit publishes: no await (no microtask) for them.
+      let end = this.execute(t, effects.shift()!);
+      if (typeof end !== 'number') end = await end;
       if (end !== GO_ON) return end;
     }
-    await this.flush();
+    const f = this.flush();
+    if (f) await f;
     return GO_ON;
   }
 
-  private async execute(t: ActiveTurn, fx: SessionEffect): Promise<number> {
+  private execute(t: ActiveTurn, fx: SessionEffect): number | Promise<number> {
     switch (fx.type) {
       case 'state.changed':
         this.out.push(this.host.journal.event(t.turnId, { type: 'turnState.changed', from: fx.from, to: fx.to, actor: fx.actor }));
@@ -103,21 +106,15 @@ export class EffectLoop {
       }
       case 'join':
         return GO_ON;
-      case 'model.next':
-        await this.flush();
-        this.host.machine.send({ type: 'CALL' });
-        return GO_ON;
-      case 'model.call':
-        await this.flush();
-        await this.callModel(t);
-        return GO_ON;
-      case 'tools.dispatch': {
-        await this.flush();
-        const r = t.response!;
-        await dispatchTools(this.host, t, r.actor, r.toolUses, r.tools);
-        this.host.machine.send({ type: 'TOOLS_DONE', pending: t.pending.size });
-        return GO_ON;
+      case 'model.next': {
+        const f = this.flush();
+        if (f) return f.then(() => this.call());
+        return this.call();
       }
+      case 'model.call':
+        return this.callModel(t);
+      case 'tools.dispatch':
+        return this.dispatch(t);
       case 'fallback': {
         const actor = this.host.deps.registries.actors.get(this.host.machine.actingActor());
         const fb = actor ? compatFallback(t, actor) : undefined;
@@ -125,29 +122,47 @@ export class EffectLoop {
         return GO_ON;
       }
       case 'nudge':
-        if (fx.compat) {
-          this.outMailbox.push(compatNudge(t.turnId, this.host.deps.clock.iso(), this.host.machine.actingActor()));
-          await this.flush();
-          return GO_ON;
-        }
-        this.outMailbox.push({
-          kind: 'nudge',
-          turnId: t.turnId,
-          at: this.host.deps.clock.iso(),
-          actor: this.host.machine.actingActor(),
-          text: `Your last message${fx.freeText ? ' contained text outside respond() and' : ''} was not delivered to anyone. Produce all output by calling the respond() tool.`,
-        });
-        await this.flush();
+        this.outMailbox.push(
+          fx.compat
+            ? compatNudge(t.turnId, this.host.deps.clock.iso(), this.host.machine.actingActor())
+            : {
+                kind: 'nudge',
+                turnId: t.turnId,
+                at: this.host.deps.clock.iso(),
+                actor: this.host.machine.actingActor(),
+                text: `Your last message${fx.freeText ? ' contained text outside respond() and' : ''} was not delivered to anyone. Produce all output by calling the respond() tool.`,
+              },
+        );
         return GO_ON;
       case 'hold':
-        await this.flush();
-        this.host.journal.barrier();
-        t.resolve({ turnId: t.turnId, finalizedBy: fx.state, parts: t.parts.slice(), usage: t.usage });
-        return HELD;
+        return this.hold(t, fx.state);
       case 'settle':
-        await this.settle(t, fx.state, fx.emitsEnvelope);
-        return SETTLED;
+        return this.settle(t, fx.state, fx.emitsEnvelope).then(() => SETTLED);
     }
+  }
+
+  /** The loop is ready for its next model call: the machine checks the budget (`model.call` or a failure). */
+  private call(): number {
+    this.host.machine.send({ type: 'CALL' });
+    return GO_ON;
+  }
+
+  private async dispatch(t: ActiveTurn): Promise<number> {
+    const f = this.flush();
+    if (f) await f;
+    const r = t.response!;
+    await dispatchTools(this.host, t, r.actor, r.toolUses, r.tools);
+    // The tools are done: the machine holds the turn for pending calls or calls the model.
+    this.host.machine.send({ type: 'CALL', pending: t.pending.size });
+    return GO_ON;
+  }
+
+  private async hold(t: ActiveTurn, state: string): Promise<number> {
+    const f = this.flush();
+    if (f) await f;
+    this.host.journal.barrier();
+    t.resolve({ turnId: t.turnId, finalizedBy: state, parts: t.parts.slice(), usage: t.usage });
+    return HELD;
   }
 
   /** Commit what executed effects published (with the snapshot when the turn state changed). */
@@ -161,7 +176,9 @@ export class EffectLoop {
   }
 
   /** One model call; its outcome goes back to the machine. */
-  private async callModel(t: ActiveTurn): Promise<void> {
+  private async callModel(t: ActiveTurn): Promise<number> {
+    const f = this.flush();
+    if (f) await f;
     const actorName = this.host.machine.actingActor();
     const actorDef = this.host.deps.registries.actors.get(actorName);
     if (!actorDef) throw new TurnstateError('actor.unknown', `no actor named "${actorName}" is registered`);
@@ -175,16 +192,16 @@ export class EffectLoop {
     const o = await callModel(this.host, t, actorDef, tools);
     switch (o.kind) {
       case 'stopped':
-        return;
+        return GO_ON;
       case 'interrupted':
-        await o.written;
+        if (o.written) await o.written;
         this.host.machine.send({ type: 'INTERRUPTED' });
-        return;
+        return GO_ON;
       case 'failed':
-        await o.written;
+        if (o.written) await o.written;
         this.host.machine.send({ type: 'FAIL', code: o.error.code, message: o.error.message, userText: userFacingModelError(o.error), stop: 'error' });
-        return;
-      case 'response':
+        return GO_ON;
+      case 'response': {
         t.response = { actor: actorName, tools, toolUses: o.toolUses };
         if (o.change) {
           // The change's parts come before the change itself (respond(): parts, then the state).
@@ -192,10 +209,15 @@ export class EffectLoop {
           t.handoffParts = o.change.result.call.parts;
         }
         // Told before the response's records are awaited: from here the machine knows where the
-        // turn goes (a double-texted message sees a turn that is ending, and queues).
-        this.host.machine.send({ type: 'MODEL_DONE', ...o.summary });
-        await o.written;
-        return;
+        // turn goes (a double-texted message sees a turn that is ending, and queues). A state
+        // change this machine knows reaches it as the model's RESPOND (the same guards decide;
+        // one event per response); anything else as the response's summary.
+        const change = o.summary.change;
+        if (change && this.host.machine.hasState(change.to)) this.host.machine.send({ type: 'RESPOND', ...change });
+        else this.host.machine.send({ type: 'MODEL_DONE', ...o.summary });
+        if (o.written) await o.written;
+        return GO_ON;
+      }
     }
   }
 

@@ -67,6 +67,11 @@ export class LiveMachine {
     if (!this.stopped) this.actor.send(event);
   }
 
+  /** Whether the machine has a node for turn state `id` (one registered after it was built has none). */
+  hasState(id: string): boolean {
+    return Object.hasOwn((this.machine.root.states.turn as { states: Record<string, unknown> }).states, id);
+  }
+
   /** Whether the machine would take `event` now (its guards decide; nothing is executed). */
   can(event: SessionMachineEvent): boolean {
     return !this.stopped && this.actor.getSnapshot().can(event);

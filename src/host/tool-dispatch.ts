@@ -19,7 +19,7 @@ import type { RegisteredTool } from '../registries/types.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';
-import type { ActiveTurn } from './turn.js';
+import { liftListenerCap, MANY_PARALLEL_CALLS, type ActiveTurn } from './turn.js';
 
 export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: string, uses: readonly ToolUseBlock[], tools: ActorTools): Promise<void> {
   const { journal } = core;
@@ -28,6 +28,7 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
   const approvals: ApprovalRecord[] = [];
   const at = core.deps.clock.iso();
   const immediate = new OutcomeBatch(journal, at);
+  if (uses.length >= MANY_PARALLEL_CALLS) liftListenerCap(core.toolSignal(t));
   const errorResult = (u: ToolUseBlock, content: string) =>
     immediate.add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: true });
   for (const u of uses) {

@@ -79,15 +79,21 @@ export interface HostState {
  * The AbortController for a turn's tool handlers: `previous` (the last turn's) when it is not
  * aborted and nothing listens on it any more, else a new one (Node makes one in about 2.5 us).
  * A signal a handler left a listener on is never handed to another turn, so such listeners go
- * with their turn. Every running call listens on the signal (the router's cancel race, a
- * handler's fetch), so Node's listener cap is lifted: many parallel calls are no leak.
+ * with their turn. Node's listener cap (10) is lifted by the dispatch that runs many calls at
+ * once (`liftListenerCap`): setting it costs more than making the controller.
  */
 export function toolAbortController(previous?: AbortController | null): AbortController {
   if (previous && !previous.signal.aborted && getEventListeners(previous.signal, 'abort').length === 0) return previous;
-  const c = new AbortController();
-  setMaxListeners(0, c.signal);
-  return c;
+  return new AbortController();
 }
+
+/** Many parallel calls each listening on the turn's signal are no leak: no cap for it. */
+export function liftListenerCap(signal: AbortSignal): void {
+  setMaxListeners(0, signal);
+}
+
+/** Calls dispatched at once from which the turn's signal gets no listener cap. */
+export const MANY_PARALLEL_CALLS = 8;
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';

@@ -1,7 +1,7 @@
 /**
  * The actor machine: one actor's tool-use loop inside a turn.
  *
- *   ready --CALL--> calling --MODEL_DONE{tools}--> dispatching --TOOLS_DONE--> ready ...
+ *   ready --CALL--> calling --MODEL_DONE{tools}--> dispatching --CALL{pending: 0}--> calling ...
  *                      `--MODEL_DONE{rejected | free text | progress only}--> ready
  *
  * A model response arrives as one `MODEL_DONE` event carrying its summary (tool uses,
@@ -54,7 +54,7 @@ export type LoopEffect =
   | { type: 'model.next' }
   /** A model call may start now (budget checked). */
   | { type: 'model.call' }
-  /** Run the response's tool uses, then send `TOOLS_DONE{pending}`. */
+  /** Run the response's tool uses, then send `CALL{pending}`. */
   | { type: 'tools.dispatch' }
   /** Tell the model its output outside respond() reached nobody (`compat`: spec 003's completion nudge). */
   | { type: 'nudge'; freeText: boolean; compat?: boolean }
@@ -64,7 +64,8 @@ export type LoopEffect =
   | { type: 'fail'; code: string; message: string; userText?: string; stop?: 'error' | 'max_tokens' | 'refusal' };
 
 export type ActorLoopEvent =
-  | { type: 'CALL' }
+  /** The executor may call the model now; from `dispatching` it says the tools are done (`pending` still wait). */
+  | { type: 'CALL'; pending?: number }
   /**
    * A model response: its summary, for the guards to decide on. `next` is the same decision with
    * the guard already taken (drawn in Stately, and used by tests that drive the loop by hand).
@@ -213,7 +214,8 @@ export function actorLoopStates(
     },
     dispatching: {
       on: {
-        CALL: callBudget,
+        // The tools are done: the turn waits for pending calls, or the next call starts at once.
+        CALL: [...hold, ...callBudget],
         TOOLS_DONE: [...hold, { target: 'ready' }],
         RECOVER: [...hold, { target: 'ready' }],
       },
