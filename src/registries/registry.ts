@@ -1,5 +1,5 @@
 /**
- * What the four registries (part types, turn states, tools, actors) share: entries by key in
+ * What the registries (part types, turn states, tools, actors, surface templates) share: entries by key in
  * registration order, read through get/has/list/ids. `list()` and `ids()` return the same frozen
  * array until the next registration, so reading them allocates nothing and a changed length tells
  * a cache the registry changed. Subclasses validate a definition, then `add` it.

@@ -9,6 +9,7 @@
  * Building and validation (with @a2ui/web_core) live in envelope/surfaces.ts; a template whose
  * output is not valid A2UI fails there, naming the template and the path.
  */
+import { Registry } from './registry.js';
 import { RegistrationError } from '../errors.js';
 import type { SurfaceTemplate, SurfaceTemplateRegistryApi } from './types.js';
 
@@ -27,10 +28,7 @@ export function approvalKind(tool: string): string {
   return `approval:${tool}`;
 }
 
-export class SurfaceTemplateRegistry implements SurfaceTemplateRegistryApi {
-  readonly #byKind = new Map<string, SurfaceTemplate>();
-  #list: readonly SurfaceTemplate[] = [];
-
+export class SurfaceTemplateRegistry extends Registry<SurfaceTemplate> implements SurfaceTemplateRegistryApi {
   register(template: SurfaceTemplate): SurfaceTemplate {
     if (template === null || typeof template !== 'object' || Array.isArray(template)) {
       throw new RegistrationError('surfaces:template:object', 'a surface template must be an object { kind, build(data, ctx) }');
@@ -49,24 +47,9 @@ export class SurfaceTemplateRegistry implements SurfaceTemplateRegistryApi {
     if (template.description !== undefined && typeof template.description !== 'string') {
       throw new RegistrationError('surfaces:description:string', `surface template '${kind}': description must be a string`, { kind });
     }
-    if (this.#byKind.has(kind)) {
+    if (this.has(kind)) {
       throw new RegistrationError('surfaces:duplicate:rejected', `a surface template for data kind '${kind}' is already registered; one template per kind`, { kind });
     }
-    const frozen: SurfaceTemplate = Object.freeze({ ...template });
-    this.#byKind.set(kind, frozen);
-    this.#list = Object.freeze([...this.#byKind.values()]);
-    return frozen;
-  }
-
-  get(kind: string): SurfaceTemplate | undefined {
-    return this.#byKind.get(kind);
-  }
-
-  has(kind: string): boolean {
-    return this.#byKind.has(kind);
-  }
-
-  list(): readonly SurfaceTemplate[] {
-    return this.#list;
+    return this.add(kind, Object.freeze({ ...template }));
   }
 }
