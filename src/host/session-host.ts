@@ -32,6 +32,7 @@ import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
 import { assertClientToolNames } from './tool-catalog.js';
+import { boundsOf } from './model-call.js';
 import { outcomeStep } from './tool-results.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn } from './recovery.js';
@@ -39,7 +40,6 @@ import { MessageQueue } from './queue.js';
 import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
-
 
 export class SessionHost implements SessionHandle, LoopOwner {
   readonly id: string;
@@ -88,7 +88,12 @@ export class SessionHost implements SessionHandle, LoopOwner {
   }
 
   toolSignal(t: ActiveTurn): AbortSignal {
-    return (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).signal;
+    return this.toolAbortOf(t).signal;
+  }
+
+  /** The turn's tool controller (the last turn's while it is clean, else a new one). */
+  private toolAbortOf(t: ActiveTurn): AbortController {
+    return (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl));
   }
 
   modelAbort(): AbortController {
@@ -198,7 +203,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
         t.interrupted = true;
         t.abort?.abort();
         // A running tool is cancelled too: the model is told, and sees the new message.
-        (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl)).abort();
+        this.toolAbortOf(t).abort();
         await this.journal.commit({}, true);
         this.journal.barrier();
         return { turnId: t.turnId, queued: false, settled: t.promise };
@@ -224,7 +229,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.turn = t;
     this.machine.adopt(this.deps.machine());
     const entry = this.deps.registries.actors.get(this.record.actor);
-    this.machine.send(entry ? { type: 'START', turnId, limits: { maxModelCalls: entry.maxModelCalls ?? this.deps.limits.maxModelCallsPerTurn, maxRespondRetries: entry.maxRespondRetries ?? this.deps.limits.maxRespondRetries } } : { type: 'START', turnId });
+    this.machine.send(entry ? { type: 'START', turnId, limits: boundsOf(this, entry) } : { type: 'START', turnId });
     const r = this.journal.commit(
       {
         events: [this.journal.event(turnId, { type: 'turn.started', actor: this.record.actor, input })],
