@@ -263,7 +263,8 @@ export type SessionEventBody =
       scope?: Scope;
       routing?: Routing;
     }
-  | { type: 'tool.result'; callId: string; tool: string; view: unknown; isError: boolean }
+  /** `denial`: the call was denied (by a person or a policy) and never ran; the view is `denialText(reason)`. */
+  | { type: 'tool.result'; callId: string; tool: string; view: unknown; isError: boolean; denial?: { reason?: string } }
   | {
       type: 'approval.requested';
       approvalId: string;
@@ -359,6 +360,13 @@ export interface QueuedEntry {
   pos: number;
   message: InboundMessage;
   opts: Record<string, unknown>;
+}
+
+/** What the model (and an AAP client) reads when a call was denied, by a person or a policy. */
+export const TOOL_CALL_DENIED = 'Tool call denied';
+
+export function denialText(reason?: string): string {
+  return reason ? `${TOOL_CALL_DENIED}: ${reason}` : TOOL_CALL_DENIED;
 }
 
 /** Compile-time exhaustiveness for switches over unions. */

@@ -85,6 +85,7 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
         tool: record.tool,
         content: denialText(resolution.reason),
         isError: true,
+        denial: resolution.reason ? { reason: resolution.reason } : {},
       }),
     );
   }

@@ -117,7 +117,12 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
         if (appr.status === 'pending') t.pending.set(c.id, { callId: c.id, tool: c.tool, args: c.args, kind: 'approval', approvalId: appr.approvalId });
         else if (resolvedInLog.has(appr.approvalId)) {
           // approval.resolved commits before an approved call runs: it may have run, so never again.
-          plan.outcomes.push(outcome(c, appr.status === 'denied' ? denialText(appr.resolution?.reason) : unknownOutcomeText(c.tool)));
+          const reason = appr.resolution?.reason;
+          plan.outcomes.push(
+            appr.status === 'denied'
+              ? { ...outcome(c, denialText(reason)), denial: reason ? { reason } : {} }
+              : outcome(c, unknownOutcomeText(c.tool)),
+          );
         } else {
           t.pending.set(appr.callId, { callId: appr.callId, tool: appr.tool, args: appr.args, kind: 'approval', approvalId: appr.approvalId });
           plan.resolve.push(appr);

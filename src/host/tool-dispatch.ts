@@ -29,8 +29,8 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
   const at = core.deps.clock.iso();
   const immediate = new OutcomeBatch(journal, at);
   if (uses.length >= MANY_PARALLEL_CALLS) liftListenerCap(core.toolSignal(t));
-  const errorResult = (u: ToolUseBlock, content: string) =>
-    immediate.add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: true });
+  const errorResult = (u: ToolUseBlock, content: string, denial?: { reason?: string }) =>
+    immediate.add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: true, ...(denial ? { denial } : {}) });
   for (const u of uses) {
     if (tools.client.has(u.name)) {
       t.pending.set(u.id, { callId: u.id, tool: u.name, args: u.input, kind: 'client' });
@@ -58,7 +58,7 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
     }
     const policy = await evaluatePolicy(core, t, actorName, tool, u);
     if (policy.decision === 'deny') {
-      errorResult(u, denialText(policy.reason));
+      errorResult(u, denialText(policy.reason), policy.reason ? { reason: policy.reason } : {});
       continue;
     }
     if (policy.decision === 'ask') {

@@ -7,12 +7,9 @@ import type { StepCommit } from '../machines/ports.js';
 import type { MailboxEntry, SessionEvent } from '../types.js';
 import type { Journal } from './journal.js';
 
-/** What the model reads when a call was denied (by a person or a policy). */
-export const TOOL_CALL_DENIED = 'Tool call denied';
+import { denialText } from '../types.js';
 
-export function denialText(reason?: string): string {
-  return reason ? `${TOOL_CALL_DENIED}: ${reason}` : TOOL_CALL_DENIED;
-}
+export { denialText, TOOL_CALL_DENIED } from '../types.js';
 
 /** What the model reads for a call that may have run when the process stopped (never run twice). */
 export function unknownOutcomeText(tool: string): string {
@@ -29,6 +26,8 @@ export interface ToolOutcome {
   isError: boolean;
   /** What subscribers see (the ui-stream view); the content when not given. */
   view?: unknown;
+  /** The call was denied and never ran (recorded as data: replay reads it, never the text). */
+  denial?: { reason?: string };
 }
 
 /** Collects outcomes into one step: each outcome is one event plus one mailbox entry. */
@@ -40,7 +39,14 @@ export class OutcomeBatch {
 
   add(o: ToolOutcome): this {
     this.events.push(
-      this.journal.event(o.turnId, { type: 'tool.result', callId: o.callId, tool: o.tool, view: 'view' in o ? o.view : o.content, isError: o.isError }),
+      this.journal.event(o.turnId, {
+        type: 'tool.result',
+        callId: o.callId,
+        tool: o.tool,
+        view: 'view' in o ? o.view : o.content,
+        isError: o.isError,
+        ...(o.denial ? { denial: o.denial } : {}),
+      }),
     );
     this.mailbox.push({ kind: 'tool_result', turnId: o.turnId, at: this.at, actor: o.actor, callId: o.callId, tool: o.tool, content: o.content, isError: o.isError });
     return this;

@@ -30,7 +30,7 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
   /** States the log left again, with a turn where that happened. */
   const left = new Map<string, string>();
   const called = new Map<string, { turnId: string; tool: string; args: unknown }>();
-  const resulted = new Map<string, { isError: boolean; view: unknown }>();
+  const resulted = new Map<string, { isError: boolean; view: unknown; denial?: { reason?: string } }>();
   for (const e of rec.events) {
     switch (e.type) {
       case 'turn.started':
@@ -51,7 +51,7 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
         called.set(e.callId, { turnId: e.turnId, tool: e.tool, args: e.args });
         break;
       case 'tool.result':
-        resulted.set(e.callId, { isError: e.isError, view: e.view });
+        resulted.set(e.callId, e.denial ? { isError: e.isError, view: e.view, denial: e.denial } : { isError: e.isError, view: e.view });
         break;
       case 'part.received':
         partTypes.set(e.part.metadata.partType, e.part.data !== undefined);
@@ -82,13 +82,20 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
   for (const m of rec.mailbox) {
     if (m.kind !== 'assistant') continue;
     for (const b of m.content) {
-      if (b.type !== 'tool_use' || !tools.has(b.name)) continue;
+      if (b.type !== 'tool_use') continue;
+      const res = resulted.get(b.id);
+      if (!tools.has(b.name)) {
+        // A tool whose only call was denied by its policy never ran (no tool.called): its denial names it.
+        if (!res?.denial) continue;
+        actor(m.actor).tools.add(b.name);
+        tools.set(b.name, { scope: 'generalist', routing: 'routed' });
+      }
       const k = argsKey(m.turnId, b.name, b.input);
       const appr = byCall.get(b.id);
-      const res = resulted.get(b.id);
       if (appr) addVerdict(k, appr.policyResult.decision === 'deny' ? { decision: 'deny' } : { decision: appr.policyResult.source === 'standing' ? 'approve' : appr.policyResult.decision });
-      else if (called.has(b.id) && res?.isError && !executed.has(b.id) && typeof res.view === 'string' && res.view.startsWith('Tool call denied')) {
-        const reason = res.view.replace(/^Tool call denied:?\s*/, '');
+      else if (res?.denial && !executed.has(b.id)) {
+        // Denied by its policy: the result says so as data (never parsed back out of its text).
+        const reason = res.denial.reason;
         addVerdict(k, reason ? { decision: 'deny', reason } : { decision: 'deny' });
       } else addVerdict(k, { decision: 'approve' });
     }

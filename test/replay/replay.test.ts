@@ -276,6 +276,50 @@ describe('replay reproduces recorded sessions', () => {
     reopened.close();
   });
 
+  it('replay:exact:policy-denied — a call its policy denied replays as denied from the recorded tool.result (the denial is data, never parsed out of the text), also with the setup inferred', async () => {
+    const { createRuntime } = await import('../../src/runtime.js');
+    const { createScriptedModel } = await import('../../src/models/scripted.js');
+    let runs = 0;
+    const setup = (reg: import('../../src/registries/types.js').Registries) => {
+      reg.tools.register({
+        name: 'wire',
+        description: 'Wire money',
+        inputSchema: { type: 'object', properties: { amount: { type: 'number' } } },
+        scope: 'generalist',
+        requiresApproval: () => ({ decision: 'deny', reason: 'over the daily limit' }),
+        handler: () => {
+          runs += 1;
+          return { sent: true };
+        },
+      });
+      reg.actors.register({ name: 'bank', tools: ['wire'] });
+    };
+    const store = createSqliteStore({ path: join(dir, 'policy-denied.db') });
+    const rt = createRuntime({
+      model: createScriptedModel({
+        rules: [
+          { when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'wire', input: { amount: 5000 } }] } },
+          { when: { on: 'rejection' }, respond: { blocks: [respond([{ text: 'The transfer was refused.', partType: 'response' }], 'complete')] } },
+        ],
+      }),
+      store,
+    });
+    setup(rt.registries);
+    const s = await rt.createSession({ id: 'policy-denied', actor: 'bank' });
+    const out = await (await s.send('send 5000')).settled;
+    expect(out.parts.map((p) => p.text)).toEqual(['The transfer was refused.']);
+    expect(out.finalizedBy).toBe('complete');
+    await rt.close();
+    expect(runs).toBe(0);
+    const reopened = createSqliteStore({ path: join(dir, 'policy-denied.db') });
+    const result = (await reopened.readEvents('policy-denied', 0)).find((e) => e.type === 'tool.result');
+    expect(result).toMatchObject({ isError: true, view: 'Tool call denied: over the daily limit', denial: { reason: 'over the daily limit' } });
+    await expectExactReplay(reopened, 'policy-denied', { setup });
+    await expectExactReplay(reopened, 'policy-denied');
+    expect(runs).toBe(0);
+    reopened.close();
+  });
+
   it('replay:error:unknown-session — replaying a session the store does not hold fails with a clear error', async () => {
     const { store } = await recordDesk('desk-unknown');
     await expect(replaySession(store, 'nope')).rejects.toThrow(ReplayError);

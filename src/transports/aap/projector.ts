@@ -7,6 +7,7 @@
  * Contract: `push` never throws on well-formed events; every `tool_result` it emits follows a
  * `tool_call` for the same id (in this projection or listed in `knownCalls`), at most once per id.
  */
+import { denialText } from '../../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
 import { PartTypeRegistry } from '../../registries/part-types.js';
 import type { Part, SessionEvent } from '../../types.js';
@@ -54,10 +55,8 @@ export function canonicalPartClass(partType: string): PartClass {
  */
 export const PART_BOUNDARY = '\n\n';
 
-/** The text given to the model (and shown in history) for a denied tool call. */
-export function denialText(reason: string | undefined): string {
-  return reason === undefined || reason === '' ? 'Tool call denied' : `Tool call denied: ${reason}`;
-}
+/** The text given to the model (and shown in history) for a denied tool call (one for every channel). */
+export { denialText };
 
 /** A tool result view as AAP content: strings as they are, anything else as JSON. */
 export function toolContent(view: unknown): string {
