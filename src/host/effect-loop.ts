@@ -15,7 +15,7 @@ import { compatNudge } from './compat-turn.js';
 import { callModel, compatFallback, partEvents } from './model-call.js';
 import { settlement } from './settlement.js';
 import { dispatchTools } from './tool-dispatch.js';
-import { userFacingModelError, type ActiveTurn } from './turn.js';
+import { userEntry, userFacingModelError, type ActiveTurn } from './turn.js';
 
 /** What the loop does after an effect: go on, or stop because the turn waits or has settled. */
 const GO_ON = 0;
@@ -46,6 +46,15 @@ export class EffectLoop {
   /** Publish with the next commit (parts that must come before the effects queued now). */
   publish(events: readonly SessionEvent[]): void {
     for (const e of events) this.out.push(e);
+  }
+
+  /**
+   * A state-changing call's parts, published before the change itself (respond(): parts, then
+   * the state); a hand-off hands them over.
+   */
+  publishChange(t: ActiveTurn, actor: string, change: { callId: string; result: Parameters<typeof partEvents>[3] }): void {
+    this.publish(partEvents(this.host, t, actor, change.result, change.callId));
+    t.handoffParts = change.result.call.parts;
   }
 
   /** Execute queued effects until the turn waits or settles. One loop per turn at a time. */
@@ -185,7 +194,7 @@ export class EffectLoop {
     const tools = this.host.deps.catalog.forActor(actorDef, t.opts);
     if (t.joined.length) {
       const at = this.host.deps.clock.iso();
-      const joined = t.joined.map((m): MailboxEntry => ({ kind: 'user', turnId: t.turnId, at, text: m.text, ...(m.principal ? { principal: m.principal } : {}) }));
+      const joined = t.joined.map((m) => userEntry(t.turnId, at, m));
       t.joined = [];
       await this.host.journal.commit({ mailbox: joined }, true);
     }
@@ -203,11 +212,7 @@ export class EffectLoop {
         return GO_ON;
       case 'response': {
         t.response = { actor: actorName, tools, toolUses: o.toolUses };
-        if (o.change) {
-          // The change's parts come before the change itself (respond(): parts, then the state).
-          for (const e of partEvents(this.host, t, actorName, o.change.result, o.change.callId)) this.out.push(e);
-          t.handoffParts = o.change.result.call.parts;
-        }
+        if (o.change) this.publishChange(t, actorName, o.change);
         // Told before the response's records are awaited: from here the machine knows where the
         // turn goes (a double-texted message sees a turn that is ending, and queues). A state
         // change this machine knows reaches it as the model's RESPOND (the same guards decide;

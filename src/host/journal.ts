@@ -151,10 +151,6 @@ export class Journal {
     this.groupCommit!.add(step, this.lastSeq);
   }
 
-  get groupCommits(): boolean {
-    return this.groupCommit !== null;
-  }
-
   private fanout(events: SessionEvent[] | undefined): void {
     if (!events || !this.subject.observed) return;
     for (const e of events) this.subject.next(e);

@@ -248,15 +248,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     ...(compat ? { compat: true } : {}),
     ...(fallback ? { fallback: 'complete' } : {}),
   };
-  if (change) {
-    const { call } = change.result;
-    const receiver = call.passTo ? deps.registries.actors.get(call.passTo) : undefined;
-    summary.change = {
-      to: call.turnState,
-      ...(call.passTo ? { passTo: call.passTo } : {}),
-      ...(receiver ? { limits: boundsOf(core, receiver) } : {}),
-    };
-  }
+  if (change) summary.change = requestedChange(core, change.result);
   return { kind: 'response', summary, ...(change ? { change } : {}), toolUses, written: journal.commit(step) };
 }
 
@@ -265,6 +257,17 @@ async function publishProgress(core: HostCore, t: ActiveTurn, actor: string, res
   const events = partEvents(core, t, actor, result, callId);
   events.push(core.journal.event(t.turnId, { type: 'turnState.changed', from: state, to: result.call.turnState, actor }));
   await core.journal.commit({ events });
+}
+
+/** The state change an accepted call asks for, with the receiving actor's bounds for a hand-off. */
+export function requestedChange(core: HostCore, result: Accepted): NonNullable<ResponseSummary['change']> {
+  const { call } = result;
+  const receiver = call.passTo ? core.deps.registries.actors.get(call.passTo) : undefined;
+  return {
+    to: call.turnState,
+    ...(call.passTo ? { passTo: call.passTo } : {}),
+    ...(receiver ? { limits: boundsOf(core, receiver) } : {}),
+  };
 }
 
 /** An actor's bounds for its turn: its own, else the runtime's. */

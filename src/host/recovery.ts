@@ -14,7 +14,7 @@ import { applyResolution } from './approval-answers.js';
 import { replayCompatTurn } from './compat-turn.js';
 import { sessionOf, type HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
-import { boundsOf, partEvents } from './model-call.js';
+import { requestedChange } from './model-call.js';
 import { dispatchTools } from './tool-dispatch.js';
 import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
 import { CALLS_ANSWERED, type ActiveTurn, type HostState } from './turn.js';
@@ -53,16 +53,8 @@ export async function recoverTurn(core: HostCore, loop: EffectLoop, t: ActiveTur
   }
   for (const appr of plan.resolve) await applyResolution(core, t, appr);
   if (plan.change && t.pending.size === 0) {
-    const { actor, callId, result } = plan.change;
-    loop.publish(partEvents(core, t, actor, result, callId));
-    t.handoffParts = result.call.parts;
-    const receiver = result.call.passTo ? deps.registries.actors.get(result.call.passTo) : undefined;
-    machine.send({
-      type: 'RESPOND',
-      to: result.call.turnState,
-      ...(result.call.passTo ? { passTo: result.call.passTo } : {}),
-      ...(receiver ? { limits: boundsOf(core, receiver) } : {}),
-    });
+    loop.publishChange(t, plan.change.actor, plan.change);
+    machine.send({ type: 'RESPOND', ...requestedChange(core, plan.change.result) });
   }
   if (machine.effects.length === 0) {
     // Every pending call answered while the process was down: the machine may resume the turn.

@@ -37,7 +37,7 @@ import { outcomeStep } from './tool-results.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn } from './recovery.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, ZERO, type ActiveTurn, type HostState } from './turn.js';
+import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -233,7 +233,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     const r = this.journal.commit(
       {
         events: [this.journal.event(turnId, { type: 'turn.started', actor: this.record.actor, input })],
-        mailbox: [{ kind: 'user', turnId, at: this.deps.clock.iso(), text: input.text, ...(input.principal ? { principal: input.principal } : {}) }],
+        mailbox: [userEntry(turnId, this.deps.clock.iso(), input)],
       },
       true,
     );

@@ -7,8 +7,6 @@ import type { StepCommit } from '../machines/ports.js';
 import type { MailboxEntry, SessionEvent } from '../types.js';
 import type { Journal } from './journal.js';
 
-import { denialText } from '../types.js';
-
 export { denialText, TOOL_CALL_DENIED } from '../types.js';
 
 /** What the model reads for a call that may have run when the process stopped (never run twice). */

@@ -6,7 +6,7 @@ import { getEventListeners, setMaxListeners } from 'node:events';
 import type { SendOptions, TurnOutcome } from '../api.js';
 import type { ModelError } from '../errors.js';
 import type { CompatTracker } from '../respond/index.js';
-import type { InboundMessage, Part, ToolUseBlock, Usage } from '../types.js';
+import type { InboundMessage, MailboxEntry, Part, ToolUseBlock, Usage } from '../types.js';
 import type { ActorTools } from './tool-catalog.js';
 
 /** A call the turn waits for: an approval or a client-side tool. */
@@ -66,6 +66,11 @@ export function newTurn(
   d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void },
 ): ActiveTurn {
   return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), joined: [], abort: null, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
+}
+
+/** The mailbox record of a user's message (the turn's input, or one that joined it). */
+export function userEntry(turnId: string, at: string, m: InboundMessage): MailboxEntry {
+  return { kind: 'user', turnId, at, text: m.text, ...(m.principal ? { principal: m.principal } : {}) };
 }
 
 /** What the host persists besides the machine snapshot. */

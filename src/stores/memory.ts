@@ -7,14 +7,12 @@
  */
 import type {
   ApprovalRecord,
-  ApprovalResolution,
   ExecutionRecord,
   MailboxEntry,
   PersistedSession,
   QueuedEntry,
   SessionEvent,
   SessionRecord,
-  StepCommit,
 } from '../types.js';
 import {
   approvalConflict,
