@@ -14,6 +14,9 @@
 import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { TurnstateError } from '../errors.js';
+import { checkReadableVersion, LOG_SPAN, migrateSqlite } from './sqlite-schema.js';
+
+export { migrateSqlite, SQLITE_SCHEMA_VERSION } from './sqlite-schema.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, PersistedSession, QueuedEntry, SessionEvent, SessionRecord, StepCommit } from '../types.js';
 import {
   approvalConflict,
@@ -80,202 +83,6 @@ interface Head {
 
 const HEAD_CACHE_MAX = 10_000;
 
-/** Schema version written to `PRAGMA user_version`. */
-export const SQLITE_SCHEMA_VERSION = 4;
-
-/** A session's commits are keyed `sk * LOG_SPAN + n` in `log` (n counts from 1). */
-const LOG_SPAN = 4294967296;
-
-/** MIGRATIONS[n] upgrades a file from user_version n to n + 1. */
-const MIGRATIONS: readonly ((db: Db) => void)[] = [
-  (db) => {
-    db.exec(`
-      CREATE TABLE sessions (
-        id         TEXT PRIMARY KEY,
-        tenant_id  TEXT,
-        created_at TEXT NOT NULL,
-        body       TEXT NOT NULL
-      );
-      CREATE INDEX sessions_tenant ON sessions (tenant_id);
-
-      CREATE TABLE events (
-        session_id TEXT    NOT NULL,
-        seq        INTEGER NOT NULL,
-        type       TEXT    NOT NULL,
-        turn_id    TEXT    NOT NULL,
-        body       TEXT    NOT NULL,
-        UNIQUE (session_id, seq)
-      );
-
-      CREATE TABLE mailbox (
-        session_id TEXT    NOT NULL,
-        ord        INTEGER NOT NULL,
-        body       TEXT    NOT NULL,
-        UNIQUE (session_id, ord)
-      );
-
-      CREATE TABLE executions (
-        session_id TEXT NOT NULL,
-        call_id    TEXT NOT NULL,
-        body       TEXT NOT NULL
-      );
-      CREATE INDEX executions_session ON executions (session_id);
-
-      CREATE TABLE approvals (
-        approval_id TEXT PRIMARY KEY,
-        session_id  TEXT NOT NULL,
-        status      TEXT NOT NULL,
-        body        TEXT NOT NULL,
-        resolution  TEXT
-      );
-      CREATE INDEX approvals_session ON approvals (session_id);
-      CREATE INDEX approvals_status ON approvals (status);
-
-      CREATE TABLE snapshots (
-        session_id TEXT PRIMARY KEY,
-        body       TEXT NOT NULL
-      );
-    `);
-  },
-  // v2: one row per commit in `log`, holding the commit's events, mailbox entries and executions
-  // as JSON arrays, and the session's snapshot when the commit carries one. A commit is one transaction, and its cost is dominated by rows and the pages
-  // they dirty (about 8 us per row over two B-trees), not bytes: one row keeps a commit to one
-  // table leaf plus one index leaf. Rows are large, so `log` is a rowid table (appended in
-  // order) with a small unique index on (session_id, n), n numbering a session's commits.
-  (db) => {
-    db.exec(`
-      CREATE TABLE log (
-        session_id TEXT    NOT NULL,
-        n          INTEGER NOT NULL,
-        last_seq   INTEGER NOT NULL,
-        last_ord   INTEGER NOT NULL,
-        events     TEXT,
-        mailbox    TEXT,
-        executions TEXT,
-        snapshot   TEXT,
-        UNIQUE (session_id, n)
-      );
-    `);
-    // Version 1 kept one row per event, mailbox entry and execution: each session becomes one commit.
-    const sessions = db.prepare('SELECT id FROM sessions ORDER BY rowid').pluck().all() as string[];
-    const ev = db.prepare('SELECT body FROM events WHERE session_id = ? ORDER BY seq').pluck();
-    const mb = db.prepare('SELECT body FROM mailbox WHERE session_id = ? ORDER BY ord').pluck();
-    const ex = db.prepare('SELECT body FROM executions WHERE session_id = ? ORDER BY rowid').pluck();
-    const ins = db.prepare('INSERT INTO log (session_id, n, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (?, 1, ?, ?, ?, ?, ?, ?)');
-    const sn = db.prepare('SELECT body FROM snapshots WHERE session_id = ?').pluck();
-    const arr = (rows: unknown[]) => (rows.length ? `[${rows.join(',')}]` : null);
-    for (const id of sessions) {
-      const e = ev.all(id);
-      const m = mb.all(id);
-      const x = ex.all(id);
-      const snap = (sn.get(id) as string | undefined) ?? null;
-      if (!e.length && !m.length && !x.length && snap === null) continue;
-      const last = e.length ? (JSON.parse(e[e.length - 1] as string) as { seq: number }).seq : 0;
-      ins.run(id, last, m.length, arr(e), arr(m), arr(x), snap);
-    }
-    db.exec('DROP TABLE events; DROP TABLE mailbox; DROP TABLE executions; DROP TABLE snapshots;');
-  },
-  // v3: a commit touches one B-tree, not two. Each session gets an integer key `sk` (the
-  // sessions table's rowid) and `log` is keyed by `sk * 2^32 + n`: its rowid orders a session's
-  // commits, so the (session_id, n) index goes, and a commit writes one table leaf. sk is
-  // AUTOINCREMENT, never reused: a writer holding a deleted session's sk can never append to
-  // another session's rows. The tenant index holds only sessions that have a tenant.
-  (db) => {
-    db.exec(`
-      CREATE TABLE sessions_v3 (
-        sk         INTEGER PRIMARY KEY AUTOINCREMENT,
-        id         TEXT NOT NULL UNIQUE,
-        tenant_id  TEXT,
-        created_at TEXT NOT NULL,
-        body       TEXT NOT NULL
-      );
-      INSERT INTO sessions_v3 (sk, id, tenant_id, created_at, body)
-        SELECT rowid, id, tenant_id, created_at, body FROM sessions ORDER BY rowid;
-      CREATE TABLE log_v3 (
-        k          INTEGER PRIMARY KEY,
-        last_seq   INTEGER NOT NULL,
-        last_ord   INTEGER NOT NULL,
-        events     TEXT,
-        mailbox    TEXT,
-        executions TEXT,
-        snapshot   TEXT
-      );
-      INSERT INTO log_v3 (k, last_seq, last_ord, events, mailbox, executions, snapshot)
-        SELECT s.sk * ${LOG_SPAN} + l.n, l.last_seq, l.last_ord, l.events, l.mailbox, l.executions, l.snapshot
-          FROM log l JOIN sessions_v3 s ON s.id = l.session_id ORDER BY s.sk, l.n;
-      DROP TABLE log;
-      DROP TABLE sessions;
-      ALTER TABLE sessions_v3 RENAME TO sessions;
-      ALTER TABLE log_v3 RENAME TO log;
-      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
-    `);
-  },
-  // v4: storage grows with what is stored, not with its square. A session keeps only its latest
-  // snapshot (a commit that carries one clears the row that held the last), and queued messages
-  // are rows of their own in `queue` (one per message, deleted when its turn starts) instead of
-  // riding every snapshot. Older snapshots are cleared; the queue of each latest snapshot moves
-  // to `queue`.
-  (db) => {
-    db.exec(`
-      CREATE TABLE queue (
-        sk      INTEGER NOT NULL,
-        turn_id TEXT    NOT NULL,
-        pos     INTEGER NOT NULL,
-        body    TEXT    NOT NULL,
-        PRIMARY KEY (sk, turn_id)
-      ) WITHOUT ROWID;
-      UPDATE log SET snapshot = NULL WHERE snapshot IS NOT NULL AND k NOT IN
-        (SELECT max(k) FROM log WHERE snapshot IS NOT NULL GROUP BY k / ${LOG_SPAN});
-    `);
-    const latest = db.prepare(`SELECT k, k / ${LOG_SPAN} AS sk, snapshot FROM log WHERE snapshot IS NOT NULL`).all() as { k: number | bigint; sk: number; snapshot: string }[];
-    const insert = db.prepare('INSERT INTO queue (sk, turn_id, pos, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
-    const rewrite = db.prepare('UPDATE log SET snapshot = ? WHERE k = ?');
-    for (const row of latest) {
-      const snap = JSON.parse(row.snapshot) as PersistedSession;
-      const queued = (snap.host as { queue?: Omit<QueuedEntry, 'pos'>[] } | undefined)?.queue;
-      if (!Array.isArray(queued)) continue;
-      queued.forEach((q, i) => insert.run(row.sk, q.turnId, i + 1, JSON.stringify({ ...q, pos: i + 1 })));
-      delete (snap.host as { queue?: unknown }).queue;
-      rewrite.run(JSON.stringify(snap), row.k);
-    }
-  },
-];
-
-/** The file's schema version; a file written by a newer turnstate is refused rather than misread. */
-function schemaVersionOf(db: Db): number {
-  const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SQLITE_SCHEMA_VERSION) {
-    throw storeError(
-      'store.schema_too_new',
-      `${db.name}: schema version ${version} is newer than this turnstate's ${SQLITE_SCHEMA_VERSION}; upgrade turnstate to open it`,
-      { path: db.name, version },
-    );
-  }
-  return version;
-}
-
-/**
- * Brings a database to SQLITE_SCHEMA_VERSION, one transaction per step. A file written by a
- * newer version is refused rather than misread.
- */
-export function migrateSqlite(db: Db): void {
-  const from = schemaVersionOf(db);
-  for (let v = from; v < SQLITE_SCHEMA_VERSION; v++) {
-    const step = MIGRATIONS[v] as (db: Db) => void;
-    db.transaction(() => {
-      step(db);
-      db.pragma(`user_version = ${v + 1}`);
-    }).immediate();
-  }
-  // v4 cleared every snapshot but the latest of each session: give the space back to the file
-  // system once when most of the file became free (a v3 file grew with its snapshots).
-  if (from > 0 && from < 4) {
-    const free = db.pragma('freelist_count', { simple: true }) as number;
-    const pages = db.pragma('page_count', { simple: true }) as number;
-    if (free * 2 > pages) db.exec('VACUUM');
-  }
-}
-
 interface ApprovalRow {
   body: string;
   status: ApprovalRecord['status'];
@@ -304,20 +111,6 @@ function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'f
   // times between checkpoints and copied to the file once each.
   db.pragma('wal_autocheckpoint = 8000');
   migrateSqlite(db);
-}
-
-/** A read-only store reads exactly this version's schema: it cannot migrate a file. */
-function checkReadableVersion(db: Db): void {
-  const version = schemaVersionOf(db);
-  if (version < SQLITE_SCHEMA_VERSION) {
-    throw storeError(
-      'store.schema_too_old',
-      version === 0
-        ? `${db.name} is not a turnstate store (it has no schema version)`
-        : `${db.name}: schema version ${version} is older than this turnstate's ${SQLITE_SCHEMA_VERSION}, and a read-only store does not migrate; open it once for writing (e.g. with the server that uses it, upgraded) first`,
-      { path: db.name, version },
-    );
-  }
 }
 
 /** Opens (or creates) a SQLite store at `path` (kind 'sqlite'). */
