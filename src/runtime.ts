@@ -182,6 +182,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       if (!h.busy && !h.watched && h.lastActive <= cutoff && h.turnState() === 'idle') {
         h.stop();
         hosts.delete(id);
+        putDormant(id);
         n++;
       }
     }
@@ -216,11 +217,23 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     }
   };
 
-  // One handle per session while someone holds it; the entry goes when the handle is collected.
-  const handles = new Map<string, WeakRef<SessionHandle>>();
-  const forget = new FinalizationRegistry<string>((id) => {
-    if (handles.get(id)?.deref() === undefined) handles.delete(id);
-  });
+  // One handle per session. A live session's handle is held here strongly (no weak reference on
+  // the turn path: a WeakRef keeps its target through young-generation collections and a
+  // FinalizationRegistry cell per session cost ~20 µs a turn in GC); a passivated session's is
+  // held weakly while someone else holds it, and dead entries are swept as that map grows.
+  const handles = new Map<string, SessionHandle>();
+  const dormant = new Map<string, WeakRef<SessionHandle>>();
+  let sweepAt = 1024;
+  const putDormant = (id: string): void => {
+    const h = handles.get(id);
+    if (h === undefined) return;
+    handles.delete(id);
+    dormant.set(id, new WeakRef(h));
+    if (dormant.size >= sweepAt) {
+      for (const [k, ref] of dormant) if (ref.deref() === undefined) dormant.delete(k);
+      sweepAt = Math.max(1024, dormant.size * 2);
+    }
+  };
   const live = async (id: string): Promise<SessionHost> => {
     const h = hosts.get(id) ?? (closed ? undefined : await activate(id));
     if (!h) {
@@ -229,11 +242,12 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     return h;
   };
   const handleFor = (host: SessionHost): SessionHandle => {
-    const cached = handles.get(host.id)?.deref();
-    if (cached) return cached;
-    const handle = new SessionRef(host.id, host.record, live, (id) => hosts.get(id), registries.partTypes);
-    handles.set(host.id, new WeakRef(handle));
-    forget.register(handle, host.id);
+    let handle = handles.get(host.id);
+    if (handle !== undefined) return handle;
+    handle = dormant.get(host.id)?.deref();
+    dormant.delete(host.id);
+    handle ??= new SessionRef(host.id, host.record, live, (id) => hosts.get(id), registries.partTypes);
+    handles.set(host.id, handle);
     return handle;
   };
 
@@ -305,6 +319,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       host?.stop();
       hosts.delete(id);
       handles.delete(id);
+      dormant.delete(id);
       deps.historyCache?.drop(id);
       await store.deleteSession(id);
       return true;
@@ -350,6 +365,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       // Let committed steps finish; running turns stay recorded and resume on recover().
       for (const h of hosts.values()) h.stop();
       hosts.clear();
+      handles.clear();
+      dormant.clear();
       router.close();
       await store.close();
       await artifacts.close?.();
