@@ -22,6 +22,9 @@ export class LiveMachine {
   private live: Actor<SessionMachine> | null = null;
   private dormant: unknown = null;
   private stopped = false;
+  /** The last persisted snapshot and the live snapshot it was taken from (a commit and the sleep after it share one). */
+  private persistedOf: unknown = null;
+  private persistedSnap: unknown = null;
   private readonly onEffect = (e: SessionEffect) => {
     this.effects.push(e);
   };
@@ -57,7 +60,8 @@ export class LiveMachine {
   /** Keep only the persisted snapshot. With an inspector attached the actor stays live. */
   sleep(): boolean {
     if (!this.live || this.inspect || this.stopped) return false;
-    this.dormant = this.live.getPersistedSnapshot();
+    this.dormant = this.persisted();
+    this.persistedOf = this.persistedSnap = null;
     this.live.stop();
     this.live = null;
     return true;
@@ -114,7 +118,14 @@ export class LiveMachine {
   }
 
   persisted(): unknown {
-    return this.live ? this.live.getPersistedSnapshot() : this.dormant;
+    if (!this.live) return this.dormant;
+    // XState snapshots are immutable: an unchanged one persists to the same object.
+    const snap = this.live.getSnapshot();
+    if (snap !== this.persistedOf) {
+      this.persistedSnap = this.live.getPersistedSnapshot();
+      this.persistedOf = snap;
+    }
+    return this.persistedSnap;
   }
 
   stop(): void {
