@@ -17,7 +17,8 @@ import type { EffectLoop } from './effect-loop.js';
 import { requestedChange } from './model-call.js';
 import { dispatchTools } from './tool-dispatch.js';
 import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
-import { CALLS_ANSWERED, type ActiveTurn, type HostState } from './turn.js';
+import type { TurnOutcome } from '../api.js';
+import { CALLS_ANSWERED, deferred, newTurn, type ActiveTurn, type HostState } from './turn.js';
 
 export interface RecoveryPlan {
   /** A state change the log recorded after the last snapshot (the machine replays it silently). */
@@ -30,6 +31,15 @@ export interface RecoveryPlan {
   resolve: ApprovalRecord[];
   /** A state-changing respond() whose response committed but whose parts and state did not. */
   change?: { actor: string; callId: string; result: Extract<RespondResult, { ok: true }> };
+}
+
+/** The turn in flight as the last snapshot left it (its settlement promise is new). */
+export function restoredTurn(h: NonNullable<HostState['turn']>): ActiveTurn {
+  const t = newTurn(h.turnId, h.input, h.opts, deferred<TurnOutcome>());
+  t.parts = h.parts;
+  t.usage = h.usage;
+  t.joined = h.joined ?? [];
+  return t;
 }
 
 /** Feed an unfinished turn's recovery plan to the machine; the caller runs the effect loop after. */

@@ -7,35 +7,28 @@
  * (model-call.ts), tool dispatch (tool-dispatch.ts), a published turn-state change, a hold, a
  * settlement (settlement.ts) — and sends each outcome back as an event. The host never reads
  * turn-state metadata to choose what happens next. Every step is committed through the journal
- * (journal.ts) before any of its events is published.
- *
- * One turn at a time; a message during a turn follows the session's double-texting policy.
+ * (journal.ts) before any of its events is published. One turn at a time; a message during a
+ * turn follows the session's double-texting policy (double-texting.ts); injections land through
+ * injections.ts.
  */
 import type { Observable } from 'rxjs';
-import type {
-  CreateSessionOptions,
-  Injection,
-  SendOptions,
-  SessionHandle,
-  SessionSnapshot,
-  TurnOutcome,
-  TurnRef,
-} from '../api.js';
+import type { CreateSessionOptions, Injection, SendOptions, SessionHandle, SessionSnapshot, TurnOutcome, TurnRef } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PersistedSession, QueuedEntry, SessionRecord } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
-import { withConsumers } from '../envelope/consumers.js';
 import { sessionMachineLimits } from '../limits.js';
-import type { AnswerResult, ApprovalRecord, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
+import type { AnswerResult, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
 import { applyResolution, resolveApproval } from './approval-answers.js';
 import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
 import { assertClientToolNames } from './tool-catalog.js';
 import { boundsOf } from './model-call.js';
-import { outcomeStep } from './tool-results.js';
+import { acceptWhileBusy } from './double-texting.js';
+import { inject } from './injections.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
-import { recoverTurn } from './recovery.js';
+import { recoverTurn, restoredTurn } from './recovery.js';
+import { sessionSnapshot } from './snapshot.js';
 import { MessageQueue } from './queue.js';
 import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
@@ -50,7 +43,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   turn: ActiveTurn | null = null;
   closed = false;
   lastActive: number;
-  private readonly queue: MessageQueue;
+  readonly queue: MessageQueue;
   private idleWaiters: (() => void)[] = [];
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
@@ -92,7 +85,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   }
 
   /** The turn's tool controller (the last turn's while it is clean, else a new one). */
-  private toolAbortOf(t: ActiveTurn): AbortController {
+  toolAbortOf(t: ActiveTurn): AbortController {
     return (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl));
   }
 
@@ -138,23 +131,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return this.journal.events(afterSeq);
   }
 
-  async snapshot(): Promise<SessionSnapshot> {
-    const t = this.turn;
-    const pendingApprovals = t ? ((await this.deps.store.listApprovals({ sessionId: this.id, status: 'pending' })) as ApprovalRecord[]) : [];
-    const snap: SessionSnapshot = {
-      id: this.id,
-      actor: this.record.actor,
-      state: this.turnState(),
-      lastSeq: this.journal.seq,
-      pendingApprovals,
-      pendingClientCalls: t ? [...t.pending.values()].filter((p) => p.kind === 'client').map((p) => ({ callId: p.callId, tool: p.tool, args: p.args })) : [],
-      queued: this.queue.length,
-    };
-    if (this.record.tenantId !== undefined) snap.tenantId = this.record.tenantId;
-    if (t) snap.turnId = t.turnId;
-    const acting = this.machine.context().actor;
-    if (t && acting) snap.actingActor = acting;
-    return snap;
+  snapshot(): Promise<SessionSnapshot> {
+    return sessionSnapshot(this, this.queue.length);
   }
 
   async mailbox(): Promise<MailboxEntry[]> {
@@ -182,39 +160,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     }
     if (!msg.principal && opts.principal) msg.principal = opts.principal;
     this.deps.onActivity(this);
-    const t = this.turn;
-    if (t || this.queue.length > 0) {
-      const policy = this.record.doubleTexting;
-      if (policy === 'reject') {
-        throw new TurnstateError(
-          'session.busy',
-          `session ${this.id} is running turn ${t?.turnId ?? this.queue.first()?.turnId}; its double-texting policy is "reject", so this message was not accepted — send it again after the turn settles`,
-          { details: { sessionId: this.id, turnId: t?.turnId } },
-        );
-      }
-      this.queue.assertRoom(t?.joined.length ?? 0);
-      if (policy === 'interrupt' && t && this.machine.ask({ type: 'JOIN', pending: t.pending.size }).length > 0) {
-        // The machine lets it join. Flag before awaiting: the running call must not finish unaware
-        // of the joined message. The message is durable at once (in the host state); it enters the
-        // mailbox when the next model call is built, after whatever the cut response applied.
-        t.joined.push(msg);
-        // What the joined message's sender consumes counts for this turn too (llm-context).
-        t.opts = withConsumers(t.opts, opts.consumes);
-        t.interrupted = true;
-        t.abort?.abort();
-        // A running tool is cancelled too: the model is told, and sees the new message.
-        this.toolAbortOf(t).abort();
-        await this.journal.commit({}, true);
-        this.journal.barrier();
-        return { turnId: t.turnId, queued: false, settled: t.promise };
-      }
-      const q = { turnId: this.deps.newId('turn'), message: msg, opts, ...deferred<TurnOutcome>() };
-      this.queue.push(q);
-      // The message is written as its own record (queue.ts): no snapshot.
-      await this.journal.commit({});
-      this.journal.barrier();
-      return { turnId: q.turnId, queued: true, settled: q.promise };
-    }
+    if (this.turn || this.queue.length > 0) return acceptWhileBusy(this, msg, opts);
     const d = deferred<TurnOutcome>();
     const turnId = this.deps.newId('turn');
     this.startTurn(turnId, msg, opts, d);
@@ -243,44 +189,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     else void this.loop.pump(t);
   }
 
-  async inject(injection: Injection): Promise<TurnRef | undefined> {
-    const t = this.turn;
-    switch (injection.kind) {
-      case 'client-tool-result': {
-        const p = t?.pending.get(injection.callId);
-        if (!t || !p || p.kind !== 'client') {
-          const waiting = t ? [...t.pending.values()].filter((x) => x.kind === 'client').map((x) => x.callId) : [];
-          throw new TurnstateError(
-            'injection.unknown_call',
-            `no client-side tool call ${injection.callId} is pending in session ${this.id}` + (waiting.length ? `; pending: ${waiting.join(', ')}` : '; none is pending'),
-            { details: { callId: injection.callId, pending: waiting } },
-          );
-        }
-        t.pending.delete(p.callId);
-        await this.journal.commit(
-          outcomeStep(this.journal, this.deps.clock.iso(), {
-            turnId: t.turnId,
-            actor: this.machine.actingActor(),
-            callId: p.callId,
-            tool: p.tool,
-            content: injection.content,
-            isError: !!injection.isError,
-          }),
-        );
-        return this.answered(t);
-      }
-      case 'peer-envelope':
-      case 'resume': {
-        const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
-        const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
-        if (!t || !this.machine.can(resume)) {
-          throw new TurnstateError('injection.not_waiting', `session ${this.id} is not waiting for "${resumeOn}" (state: ${this.turnState()})`);
-        }
-        const text = injection.kind === 'peer-envelope' ? JSON.stringify(injection.envelope) : JSON.stringify(injection.payload ?? null);
-        await this.journal.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: this.deps.clock.iso(), text: `[${resumeOn}] ${text}` }] });
-        return this.resume(t, resume)!;
-      }
-    }
+  inject(injection: Injection): Promise<TurnRef | undefined> {
+    return inject(this, injection);
   }
 
   async answerApproval(approvalId: string, answer: { approved: boolean; reason?: string }, by: Principal, via: string): Promise<AnswerResult> {
@@ -294,13 +204,13 @@ export class SessionHost implements SessionHandle, LoopOwner {
   }
 
   /** A pending call was answered: when none is left, the machine may resume the turn. */
-  private answered(t: ActiveTurn): TurnRef {
+  answered(t: ActiveTurn): TurnRef {
     const ref = t.pending.size === 0 ? this.resume(t, { type: 'RESUME', resumeOn: CALLS_ANSWERED }) : undefined;
     return ref ?? { turnId: t.turnId, queued: false, settled: t.promise };
   }
 
   /** Resume a held turn if the machine takes `event`; the caller gets a fresh settlement promise. */
-  private resume(t: ActiveTurn, event: SessionMachineEvent): TurnRef | undefined {
+  resume(t: ActiveTurn, event: SessionMachineEvent): TurnRef | undefined {
     if (!this.machine.can(event)) return undefined;
     const d = deferred<TurnOutcome>();
     t.resolve = d.resolve;
@@ -353,13 +263,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
       if (state === 'idle') this.next();
       return;
     }
-    const h = host.turn;
-    const t = newTurn(h.turnId, h.input, h.opts, deferred<TurnOutcome>());
-    t.parts = h.parts;
-    t.usage = h.usage;
-    t.joined = h.joined ?? [];
-    this.turn = t;
-    await recoverTurn(this, this.loop, t, h);
+    const t = (this.turn = restoredTurn(host.turn));
+    await recoverTurn(this, this.loop, t, host.turn);
     void this.loop.pump(t);
   }
 

@@ -1,0 +1,61 @@
+/**
+ * Injections into a held turn: a client-side tool's result, a peer agent's envelope, or a resume
+ * payload. Each is journaled before the turn moves on; the machine decides whether the turn
+ * resumes (`RESUME` with the state's `resumeOn`, or once no call is pending).
+ */
+import type { Injection, TurnRef } from '../api.js';
+import { TurnstateError } from '../errors.js';
+import type { SessionMachineEvent } from '../machines/session.machine.js';
+import type { HostCore } from './core.js';
+import { outcomeStep } from './tool-results.js';
+import type { ActiveTurn } from './turn.js';
+
+/** What an injection needs of the session it lands in. */
+export interface HeldSession extends HostCore {
+  /** 'idle', or the current turn-state node. */
+  turnState(): string;
+  /** A pending call was answered: resumes the turn when none is left. */
+  answered(t: ActiveTurn): TurnRef;
+  /** Resumes a held turn if the machine takes `event`. */
+  resume(t: ActiveTurn, event: SessionMachineEvent): TurnRef | undefined;
+}
+
+export async function inject(s: HeldSession, injection: Injection): Promise<TurnRef | undefined> {
+  const t = s.turn;
+  switch (injection.kind) {
+    case 'client-tool-result': {
+      const p = t?.pending.get(injection.callId);
+      if (!t || !p || p.kind !== 'client') {
+        const waiting = t ? [...t.pending.values()].filter((x) => x.kind === 'client').map((x) => x.callId) : [];
+        throw new TurnstateError(
+          'injection.unknown_call',
+          `no client-side tool call ${injection.callId} is pending in session ${s.id}` + (waiting.length ? `; pending: ${waiting.join(', ')}` : '; none is pending'),
+          { details: { callId: injection.callId, pending: waiting } },
+        );
+      }
+      t.pending.delete(p.callId);
+      await s.journal.commit(
+        outcomeStep(s.journal, s.deps.clock.iso(), {
+          turnId: t.turnId,
+          actor: s.machine.actingActor(),
+          callId: p.callId,
+          tool: p.tool,
+          content: injection.content,
+          isError: !!injection.isError,
+        }),
+      );
+      return s.answered(t);
+    }
+    case 'peer-envelope':
+    case 'resume': {
+      const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
+      const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
+      if (!t || !s.machine.can(resume)) {
+        throw new TurnstateError('injection.not_waiting', `session ${s.id} is not waiting for "${resumeOn}" (state: ${s.turnState()})`);
+      }
+      const text = injection.kind === 'peer-envelope' ? JSON.stringify(injection.envelope) : JSON.stringify(injection.payload ?? null);
+      await s.journal.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: s.deps.clock.iso(), text: `[${resumeOn}] ${text}` }] });
+      return s.resume(t, resume)!;
+    }
+  }
+}

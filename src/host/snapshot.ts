@@ -1,0 +1,26 @@
+/**
+ * What a session looks like from outside right now (`SessionHandle.snapshot()`): its turn state,
+ * the acting actor, the last seq, pending approvals and client calls, and queued messages.
+ */
+import type { SessionSnapshot } from '../api.js';
+import type { ApprovalRecord } from '../types.js';
+import type { HostCore } from './core.js';
+
+export async function sessionSnapshot(core: HostCore, queued: number): Promise<SessionSnapshot> {
+  const t = core.turn;
+  const pendingApprovals = t ? ((await core.deps.store.listApprovals({ sessionId: core.id, status: 'pending' })) as ApprovalRecord[]) : [];
+  const snap: SessionSnapshot = {
+    id: core.id,
+    actor: core.record.actor,
+    state: core.machine.state(),
+    lastSeq: core.journal.seq,
+    pendingApprovals,
+    pendingClientCalls: t ? [...t.pending.values()].filter((p) => p.kind === 'client').map((p) => ({ callId: p.callId, tool: p.tool, args: p.args })) : [],
+    queued,
+  };
+  if (core.record.tenantId !== undefined) snap.tenantId = core.record.tenantId;
+  if (t) snap.turnId = t.turnId;
+  const acting = core.machine.context().actor;
+  if (t && acting) snap.actingActor = acting;
+  return snap;
+}
