@@ -206,17 +206,20 @@ function budget(name, measured, limit, cmp, fmtv, detail) {
 const x = (n) => `${n.toFixed(2)}x`;
 const lower = (n, isLimit) => (isLimit ? `${n}x lower` : `${n.toFixed(1)}x lower`);
 const lg = fastestOf('langgraph'), aisdk = fastestOf('ai-sdk'), oai = fastestOf('openai-agents');
-budget('turnstate vs minimal XState loop (time per turn)', us(TS) / us('xstate:actor'), 1.0, '<=', x, `${us(TS)} / ${us('xstate:actor')} µs`);
+budget('turnstate vs minimal XState loop (time per turn)', us(TS) / us('xstate:actor'), 0.6, '<=', x, `${us(TS)} / ${us('xstate:actor')} µs`);
 budget('LangGraph.js vs turnstate (time per turn)', lg && us(TS) ? lg.cpuUsPerTurn / us(TS) : undefined, 15, '>=', lower, lg && `${lg.variant} ${lg.cpuUsPerTurn} µs / ${us(TS)} µs`);
 budget('AI SDK vs turnstate (time per turn)', aisdk && us(TS) ? aisdk.cpuUsPerTurn / us(TS) : undefined, 3, '>=', lower, aisdk && `${aisdk.variant} ${aisdk.cpuUsPerTurn} µs / ${us(TS)} µs`);
 budget('OpenAI Agents SDK vs turnstate (time per turn)', oai && us(TS) ? oai.cpuUsPerTurn / us(TS) : undefined, 3, '>=', lower, oai && `${oai.variant} ${oai.cpuUsPerTurn} µs / ${us(TS)} µs`);
 // Measured paired (both stores in one process, alternating blocks); the separate processes' figures
 // are listed in the overhead table and the detail.
 const storePair = pairs.find((r) => r.a === TS && r.b === 'turnstate:sqlite');
-budget('SQLite store vs memory store (time per turn)', storePair ? storePair.ratio : us('turnstate:sqlite') / us(TS), 2.5, '<=', x,
+budget('SQLite store vs memory store (time per turn)', storePair ? storePair.ratio : us('turnstate:sqlite') / us(TS), 2.0, '<=', x,
   storePair
     ? `${storePair.bMeanCpuUsPerTurn} / ${storePair.aMeanCpuUsPerTurn} µs, paired in one process (${storePair.pairs} pairs of blocks, ${storePair.turns.sqlite.toLocaleString('en-US')} + ${storePair.turns.memory.toLocaleString('en-US')} turns; block ratios ${storePair.ratioMin}-${storePair.ratioMax}x); separate processes: ${us('turnstate:sqlite')} / ${us(TS)} µs = ${x(us('turnstate:sqlite') / us(TS))}`
     : `${us('turnstate:sqlite')} / ${us(TS)} µs`);
+const routerRows = suites.flatMap((o) => o.results).find((r) => r.suite === 'router')?.rows ?? [];
+const routed = routerRows.find((r) => r.name === 'routed generalist, no observers');
+budget('router dispatch, routed generalist tool (time per call)', routed?.usPerCall, 0.55, '<=', (n) => `${n.toFixed(2)} µs`, routed && 'bench/suites/router.mjs, no observers');
 const tsMem = memBy.get(TS);
 budget('retained memory per session after one turn (memory store)', tsMem?.bytesPerSessionAfter1Turn, 8192, '<=', (n, l) => (l ? '8 KB (8,192 B)' : `${(n / 1024).toFixed(1)} KB`), tsMem && `${tsMem.sessions.toLocaleString('en-US')} sessions`);
 const tsSql = memBy.get('turnstate:sqlite');
