@@ -49,6 +49,26 @@ export interface ObserveFilter {
   sessionId?: string;
 }
 
+/**
+ * What `dispatchTool` runs a call under: the handler's context, with two ways to stop the call in
+ * place of the handler's `signal`. The handler's own `ctx.signal` aborts on either (both given:
+ * on the first); without either it never aborts (unless the tool's `timeoutMs` passes).
+ */
+export type DispatchContext = Omit<ToolContext, 'signal'> & {
+  /**
+   * Cancels the call: the handler's signal aborts and the router stops waiting at once, reporting
+   * `tool "<name>" was cancelled` whatever the handler does afterwards.
+   */
+  signal?: AbortSignal | undefined;
+  /**
+   * Interrupts the call cooperatively: the handler's signal aborts but the router keeps waiting.
+   * A handler that honours it (rejects) ends as `tool "<name>" was cancelled`; one that ignores it
+   * runs to its end and its result counts, so a side effect that happened is never reported as
+   * cancelled. A session host passes the turn's tool signal here.
+   */
+  interrupt?: AbortSignal | undefined;
+};
+
 /** The outcome of one tool call, as the runtime feeds it back into the machine. */
 export interface ToolDispatch {
   callId: string;
@@ -245,9 +265,10 @@ export class EventRouter {
   /**
    * Runs one tool call per spec 002; resolves with its outcome, never rejects. A routed call runs
    * under the tool's `timeoutMs`, and an idempotent tool's failed or timed-out attempts are tried
-   * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call.
+   * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call (not
+   * awaited further), `ctx.interrupt` asks it to stop (awaited: see DispatchContext).
    */
-  async dispatchTool(tool: RegisteredTool, args: unknown, ctx: ToolContext): Promise<ToolDispatch> {
+  async dispatchTool(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
     const routed = tool.routing === 'routed';
     const isPrivate = tool.scope === 'specialist';
     let handler = tool.handler;
@@ -270,6 +291,11 @@ export class EventRouter {
     const timeoutMs = routed ? tool.timeoutMs : undefined;
     const retry = routed ? tool.retry : undefined;
     const attempts = retry?.attempts ?? 1;
+    const cancel = ctx.signal;
+    const interrupt = ctx.interrupt;
+    // The handler's signal; combined only when both are given (the dispatch path is hot).
+    const stop = interrupt === undefined ? cancel : cancel === undefined ? interrupt : AbortSignal.any([cancel, interrupt]);
+    const handlerCtx: ToolContext = stop === cancel && cancel !== undefined ? (ctx as ToolContext) : { ...ctx, signal: stop ?? new AbortController().signal };
 
     let a: Attempt;
     const executions: ExecutionRecord[] = [];
@@ -281,23 +307,26 @@ export class EventRouter {
       let error: string | undefined;
       let outcome: ExecutionOutcome = 'ok';
       let retryable = false;
-      if (ctx.signal?.aborted) {
+      if (stop?.aborted) {
         error = `tool "${tool.name}" was cancelled before it ran`;
         outcome = 'cancelled';
       } else {
-        const deadline = timeoutMs === undefined ? undefined : new Deadline(ctx.signal, timeoutMs);
-        const runCtx = deadline === undefined ? ctx : { ...ctx, signal: deadline.signal };
+        const deadline = timeoutMs === undefined ? undefined : new Deadline(stop, timeoutMs);
+        const runCtx = deadline === undefined ? handlerCtx : { ...handlerCtx, signal: deadline.signal };
         try {
           result = handler(args, runCtx);
-          // Raced only against the deadline: a cancelled handler settles as it will (it honours
-          // its signal and rejects, or it finishes and its result counts).
-          if (isThenable(result)) result = await (deadline ? raceAbort(result, deadline.expiry) : result);
+          // Raced against the cancel signal and the deadline, never the interrupt: an interrupted
+          // handler settles as it will (it honours its signal and rejects, or its result counts).
+          if (isThenable(result)) {
+            const race = cancel ?? deadline?.expiry;
+            result = await (race === undefined ? result : raceAbort(result, race, race === cancel ? deadline?.expiry : undefined));
+          }
         } catch (e) {
           if (deadline?.expired) {
             error = `tool "${tool.name}" timed out after ${timeoutMs} ms`;
             outcome = 'timeout';
             retryable = true;
-          } else if (e instanceof Cancelled || ctx.signal?.aborted) {
+          } else if (e instanceof Cancelled || stop?.aborted) {
             error = `tool "${tool.name}" was cancelled`;
             outcome = 'cancelled';
           } else {
@@ -313,7 +342,7 @@ export class EventRouter {
       if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
       const execution = this.log(tool, args, ctx, a, n);
       executions.push(execution);
-      if (!a.retryable || n >= attempts || !(await backoff(retry!, n, ctx.signal))) break;
+      if (!a.retryable || n >= attempts || !(await backoff(retry!, n, stop))) break;
     }
 
     const isError = a.error !== undefined;
@@ -352,7 +381,7 @@ export class EventRouter {
   /** Processes one attempt's outcome (views, output check, serialisation); never throws. */
   private finish(
     tool: RegisteredTool,
-    ctx: ToolContext,
+    ctx: DispatchContext,
     result: unknown,
     error: string | undefined,
     outcome: ExecutionOutcome,
@@ -432,7 +461,7 @@ export class EventRouter {
   }
 
   /** Builds one attempt's ExecutionRecord and appends it to the sink. */
-  private log(tool: RegisteredTool, args: unknown, ctx: ToolContext, a: Attempt, attempt: number): ExecutionRecord {
+  private log(tool: RegisteredTool, args: unknown, ctx: DispatchContext, a: Attempt, attempt: number): ExecutionRecord {
     const isError = a.error !== undefined;
     const execution = buildExecutionRecord({
       sessionId: ctx.sessionId,
