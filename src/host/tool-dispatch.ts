@@ -16,7 +16,7 @@ import { toolArtifacts } from '../envelope/artifacts.js';
 import { buildSurfaces } from '../envelope/surfaces.js';
 import { approvalKind } from '../registries/surface-templates.js';
 import type { RegisteredTool } from '../registries/types.js';
-import type { DispatchContext } from '../router/router.js';
+import type { DispatchContext } from '../router/dispatch-context.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';

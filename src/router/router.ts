@@ -16,6 +16,7 @@ import type { RegisteredTool, ToolContext, ToolHandler } from '../registries/typ
 import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
 import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
 import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
+import { handlerContext, stopSignal, type DispatchContext } from './dispatch-context.js';
 import { buildExecutionRecord, DEFAULT_RESULT_MAX_CHARS, toJsonText, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute, filterView } from './filter-distribute.js';
 
@@ -48,26 +49,6 @@ export interface ObserveFilter {
   source?: string;
   sessionId?: string;
 }
-
-/**
- * What `dispatchTool` runs a call under: the handler's context, with two ways to stop the call in
- * place of the handler's `signal`. The handler's own `ctx.signal` aborts on either (both given:
- * on the first); without either it never aborts (unless the tool's `timeoutMs` passes).
- */
-export type DispatchContext = Omit<ToolContext, 'signal'> & {
-  /**
-   * Cancels the call: the handler's signal aborts and the router stops waiting at once, reporting
-   * `tool "<name>" was cancelled` whatever the handler does afterwards.
-   */
-  signal?: AbortSignal | undefined;
-  /**
-   * Interrupts the call cooperatively: the handler's signal aborts but the router keeps waiting.
-   * A handler that honours it (rejects) ends as `tool "<name>" was cancelled`; one that ignores it
-   * runs to its end and its result counts, so a side effect that happened is never reported as
-   * cancelled. A session host passes the turn's tool signal here.
-   */
-  interrupt?: AbortSignal | undefined;
-};
 
 /** The outcome of one tool call, as the runtime feeds it back into the machine. */
 export interface ToolDispatch {
@@ -292,10 +273,9 @@ export class EventRouter {
     const retry = routed ? tool.retry : undefined;
     const attempts = retry?.attempts ?? 1;
     const cancel = ctx.signal;
-    const interrupt = ctx.interrupt;
-    // The handler's signal; combined only when both are given (the dispatch path is hot).
-    const stop = interrupt === undefined ? cancel : cancel === undefined ? interrupt : AbortSignal.any([cancel, interrupt]);
-    const handlerCtx: ToolContext = stop === cancel && cancel !== undefined ? (ctx as ToolContext) : { ...ctx, signal: stop ?? new AbortController().signal };
+    const stop = stopSignal(ctx);
+    // A cancel signal alone: the caller's context is the handler's as it is.
+    const handlerCtx = stop === cancel && cancel !== undefined ? (ctx as ToolContext) : handlerContext(ctx, stop ?? new AbortController().signal);
 
     let a: Attempt;
     const executions: ExecutionRecord[] = [];
@@ -312,7 +292,7 @@ export class EventRouter {
         outcome = 'cancelled';
       } else {
         const deadline = timeoutMs === undefined ? undefined : new Deadline(stop, timeoutMs);
-        const runCtx = deadline === undefined ? handlerCtx : { ...handlerCtx, signal: deadline.signal };
+        const runCtx = deadline === undefined ? handlerCtx : handlerContext(ctx, deadline.signal);
         try {
           result = handler(args, runCtx);
           // Raced against the cancel signal and the deadline, never the interrupt: an interrupted

@@ -4,7 +4,7 @@
 import { compileApprovalPolicy } from '../../src/approvals/policy.js';
 import { ToolRegistry } from '../../src/registries/tools.js';
 import type { RegisteredTool, ToolHandler } from '../../src/registries/types.js';
-import type { DispatchContext } from '../../src/router/router.js';
+import type { DispatchContext } from '../../src/router/dispatch-context.js';
 import type { Routing, Scope } from '../../src/types.js';
 
 export interface ToolSpec {
