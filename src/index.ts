@@ -139,6 +139,7 @@ export type {
   DestinationStats,
   DistributedView,
   DistributionMeta,
+  DispatchContext,
   ExecutionSink,
   OverflowPolicy,
   ToolDispatch,

@@ -27,14 +27,16 @@ tools.annotated = reg.register({
 
 const signal = new AbortController().signal;
 const ctx = { actorName: 'bench', sessionId: 's1', turnId: 't1', callId: 'c', signal };
+// How a session host dispatches: the turn's signal as a cooperative interrupt (not raced).
+const hostCtx = { actorName: 'bench', sessionId: 's1', turnId: 't1', callId: 'c', interrupt: signal };
 const args = { n: 1 };
 
-async function measure(router, tool) {
-  for (let i = 0; i < 2_000; i++) await router.dispatchTool(tool, args, ctx);
+async function measure(router, tool, c = ctx) {
+  for (let i = 0; i < 2_000; i++) await router.dispatchTool(tool, args, c);
   const samples = [];
   for (let r = 0; r < RUNS; r++) {
     const t0 = process.hrtime.bigint();
-    for (let i = 0; i < N; i++) await router.dispatchTool(tool, args, ctx);
+    for (let i = 0; i < N; i++) await router.dispatchTool(tool, args, c);
     samples.push(Number(process.hrtime.bigint() - t0) / N / 1000);
   }
   samples.sort((a, b) => a - b);
@@ -51,7 +53,7 @@ function fanOutRouter() {
 }
 
 const rows = [];
-const add = async (name, router, tool) => rows.push({ name, usPerCall: Number((await measure(router, tool)).toFixed(3)) });
+const add = async (name, router, tool, c) => rows.push({ name, usPerCall: Number((await measure(router, tool, c)).toFixed(3)) });
 
 // Floor: awaiting a sync handler call directly, no router.
 {
@@ -76,6 +78,7 @@ await add('routed generalist, no observers', plainRouter(), tools.generalist);
 await add('routed specialist, no observers', plainRouter(), tools.specialist);
 await add('bypass specialist', plainRouter(), tools.bypass);
 await add('routed generalist, async handler', plainRouter(), tools.async);
+await add('routed generalist, async handler, interrupt (host)', plainRouter(), tools.async, hostCtx);
 await add('generalist AnnotatedRecord, 5 destinations', fanOutRouter(), tools.annotated);
 
 console.log(JSON.stringify({ suite: 'router', node: process.version, n: N, runs: RUNS, rows }));

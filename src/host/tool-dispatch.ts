@@ -16,6 +16,7 @@ import { toolArtifacts } from '../envelope/artifacts.js';
 import { buildSurfaces } from '../envelope/surfaces.js';
 import { approvalKind } from '../registries/surface-templates.js';
 import type { RegisteredTool } from '../registries/types.js';
+import type { DispatchContext } from '../router/dispatch-context.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';
@@ -157,12 +158,13 @@ export async function runTool(
   }
   const principal = principalOf(t);
   const tenantId = principal?.tenantId ?? core.record.tenantId;
-  const ctx = {
+  const ctx: DispatchContext = {
     actorName,
     sessionId: core.id,
     turnId: t.turnId,
     callId: u.id,
-    signal: core.toolSignal(t),
+    // An interrupt, not a cancel: a handler that ignores it finishes and its result counts.
+    interrupt: core.toolSignal(t),
     ...(core.deps.artifacts ? { artifacts: toolArtifacts(core.deps.artifacts, core.id, core.record.tenantId) } : {}),
     ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
     ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),

@@ -5,85 +5,27 @@
  *
  * Each request consumes the next scripted turn; when the queue is empty the `fallback` answers,
  * and without one the request gets a 400 naming the exhausted script.
+ *
+ * This module is the HTTP side (routing, the queue, recording, writing the SSE frames with the
+ * reply's faults); the script's types are loopback-script.ts's, a reply's frames loopback-frames.ts's.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { buildFrames, errorFrame, messageBody } from './loopback-frames.js';
+import type { LoopbackFailure, LoopbackReply, LoopbackResponder, LoopbackTurn, RecordedRequest } from './loopback-script.js';
 
-/** One content block of a scripted reply. */
-export type LoopbackBlock =
-  | { type: 'text'; text: string }
-  /** `rawInput` replaces `JSON.stringify(input)` as the streamed JSON (invalid or hand-escaped JSON). */
-  | { type: 'tool_use'; name: string; input?: unknown; id?: string; rawInput?: string }
-  | { type: 'thinking'; thinking: string; signature: string }
-  | { type: 'redacted_thinking'; data: string };
-
-/**
- * How streamed text and tool input are cut into deltas: a fixed chunk size, explicit cut offsets
- * (UTF-16 indexes into the string), or a seeded random splitter.
- */
-export type LoopbackSplit = number | number[] | { seed: number; maxChunk?: number };
-
-export interface LoopbackUsage {
-  inputTokens?: number;
-  outputTokens?: number;
-  cacheReadTokens?: number;
-  cacheWriteTokens?: number;
-}
-
-/** A successful reply, with optional stream faults. */
-export interface LoopbackReply {
-  content: LoopbackBlock[];
-  /** Default `tool_use` when a tool_use block is present, else `end_turn`. */
-  stopReason?: string;
-  usage?: LoopbackUsage;
-  split?: LoopbackSplit;
-  /** Send a `ping` after every N events (default 10; 0 disables). One always follows message_start unless 0. */
-  pingEvery?: number;
-  /** Wait before sending the response headers. */
-  delayMs?: number;
-  /** Wait between SSE events. */
-  eventDelayMs?: number;
-  /** Send an in-stream `error` event after this many events and end the stream (at or beyond the last frame: after message_stop). */
-  streamError?: { afterEvents: number; type?: string; message?: string };
-  /** Destroy the connection after this many events (at or beyond the last frame: after message_stop, without a clean end). */
-  dropAfterEvents?: number;
-  /** Stop sending after this many events and keep the connection open (until the client goes). */
-  stallAfterEvents?: number;
-  model?: string;
-  id?: string;
-}
-
-/** An HTTP error response. */
-export interface LoopbackFailure {
-  status: number;
-  /** API error type (default derived from the status). */
-  type?: string;
-  message?: string;
-  /** `retry-after` header, seconds. */
-  retryAfter?: number;
-  /** `retry-after-ms` header. */
-  retryAfterMs?: number;
-  delayMs?: number;
-}
-
-export type LoopbackTurn = LoopbackReply | { fail: LoopbackFailure };
-export type LoopbackResponder = (request: RecordedRequest) => LoopbackTurn;
-
-export interface RecordedRequest {
-  method: string;
-  path: string;
-  /** Lower-cased header names; `x-api-key` and `authorization` are removed (see `auth`). */
-  headers: Record<string, string>;
-  /** Which credential header the client sent, without its value. */
-  auth: 'x-api-key' | 'bearer' | 'none';
-  /** The parsed JSON body (undefined when it did not parse; see `rawBody`). */
-  body: any;
-  rawBody: string;
-  /** Index of the scripted turn that answered (-1 for the fallback or an exhausted script). */
-  turn: number;
-  receivedAt: number;
-}
+export type {
+  LoopbackBlock,
+  LoopbackFailure,
+  LoopbackReply,
+  LoopbackResponder,
+  LoopbackSplit,
+  LoopbackTurn,
+  LoopbackUsage,
+  RecordedRequest,
+} from './loopback-script.js';
+export { buildFrames, splitter } from './loopback-frames.js';
 
 export interface LoopbackServerOptions {
   script?: LoopbackTurn[];
@@ -200,24 +142,7 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
   }
 
   function jsonReply(res: ServerResponse, reply: LoopbackReply, body: any): void {
-    const content = reply.content.map((b, i) => finalBlock(b, i));
-    const usage = usageOf(reply, content);
-    const msg = {
-      id: messageId(reply),
-      type: 'message',
-      role: 'assistant',
-      model: reply.model ?? body.model ?? 'loopback',
-      content,
-      stop_reason: stopReasonOf(reply),
-      stop_sequence: null,
-      usage: {
-        input_tokens: usage.inputTokens,
-        output_tokens: usage.outputTokens,
-        cache_creation_input_tokens: usage.cacheWriteTokens,
-        cache_read_input_tokens: usage.cacheReadTokens,
-      },
-    };
-    const text = JSON.stringify(msg);
+    const text = JSON.stringify(messageBody(reply, body, messageId(reply)));
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'request-id': `req_loopback_${msgCounter}` });
     res.end(text);
   }
@@ -263,7 +188,7 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
           return;
         }
         if (err !== undefined && sent >= err.afterEvents) {
-          out += frame('error', { type: 'error', error: { type: err.type ?? 'overloaded_error', message: err.message ?? 'Overloaded' } });
+          out += errorFrame(err);
           res.end(out);
           return;
         }
@@ -278,7 +203,7 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
       }
       // Faults placed at or beyond the last frame happen after message_stop.
       if (err !== undefined) {
-        out += frame('error', { type: 'error', error: { type: err.type ?? 'overloaded_error', message: err.message ?? 'Overloaded' } });
+        out += errorFrame(err);
       }
       if (drop !== undefined) {
         if (out.length > 0) res.write(out);
@@ -319,174 +244,6 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
       });
     },
   };
-}
-
-/* ------------------------------------------------------------------ frames */
-
-let toolCounter = 0;
-
-function frame(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
-}
-
-/** The SSE frames of one reply, in Messages API order (pings interleaved). */
-export function buildFrames(reply: LoopbackReply, body: { model?: unknown } | undefined, id: string): string[] {
-  const out: string[] = [];
-  const pingEvery = reply.pingEvery ?? 10;
-  const content = reply.content.map((b, i) => finalBlock(b, i));
-  const usage = usageOf(reply, content);
-  const split = splitter(reply.split);
-  const push = (event: string, data: unknown) => {
-    out.push(frame(event, data));
-    if (pingEvery > 0 && out.length % pingEvery === 0) out.push(frame('ping', { type: 'ping' }));
-  };
-  out.push(
-    frame('message_start', {
-      type: 'message_start',
-      message: {
-        id,
-        type: 'message',
-        role: 'assistant',
-        model: reply.model ?? (typeof body?.model === 'string' ? body.model : 'loopback'),
-        content: [],
-        stop_reason: null,
-        stop_sequence: null,
-        usage: {
-          input_tokens: usage.inputTokens,
-          output_tokens: 1,
-          cache_creation_input_tokens: usage.cacheWriteTokens,
-          cache_read_input_tokens: usage.cacheReadTokens,
-        },
-      },
-    }),
-  );
-  if (pingEvery > 0) out.push(frame('ping', { type: 'ping' }));
-  reply.content.forEach((b, index) => {
-    switch (b.type) {
-      case 'text':
-        push('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-        for (const t of split(b.text)) push('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: t } });
-        break;
-      case 'tool_use': {
-        const block = content[index] as { id: string };
-        push('content_block_start', {
-          type: 'content_block_start',
-          index,
-          content_block: { type: 'tool_use', id: block.id, name: b.name, input: {} },
-        });
-        const json = b.rawInput ?? JSON.stringify(b.input ?? {});
-        for (const c of split(json)) {
-          push('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: c } });
-        }
-        break;
-      }
-      case 'thinking':
-        push('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
-        for (const t of split(b.thinking)) push('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: t } });
-        push('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: b.signature } });
-        break;
-      case 'redacted_thinking':
-        push('content_block_start', { type: 'content_block_start', index, content_block: { type: 'redacted_thinking', data: b.data } });
-        break;
-    }
-    push('content_block_stop', { type: 'content_block_stop', index });
-  });
-  push('message_delta', {
-    type: 'message_delta',
-    delta: { stop_reason: stopReasonOf(reply), stop_sequence: null },
-    usage: {
-      input_tokens: usage.inputTokens,
-      output_tokens: usage.outputTokens,
-      cache_creation_input_tokens: usage.cacheWriteTokens,
-      cache_read_input_tokens: usage.cacheReadTokens,
-    },
-  });
-  out.push(frame('message_stop', { type: 'message_stop' }));
-  return out;
-}
-
-function finalBlock(b: LoopbackBlock, index: number): Record<string, unknown> {
-  switch (b.type) {
-    case 'text':
-      return { type: 'text', text: b.text, citations: null };
-    case 'tool_use': {
-      let input: unknown = b.input ?? {};
-      if (b.rawInput !== undefined) {
-        try {
-          input = JSON.parse(b.rawInput);
-        } catch {
-          input = {};
-        }
-      }
-      return { type: 'tool_use', id: b.id ?? `toolu_loopback_${++toolCounter}_${index}`, name: b.name, input };
-    }
-    case 'thinking':
-      return { type: 'thinking', thinking: b.thinking, signature: b.signature };
-    case 'redacted_thinking':
-      return { type: 'redacted_thinking', data: b.data };
-  }
-}
-
-function stopReasonOf(reply: LoopbackReply): string {
-  return reply.stopReason ?? (reply.content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
-}
-
-function usageOf(reply: LoopbackReply, content: Record<string, unknown>[]): Required<LoopbackUsage> {
-  const u = reply.usage ?? {};
-  return {
-    inputTokens: u.inputTokens ?? 10,
-    outputTokens: u.outputTokens ?? Math.max(1, Math.ceil(JSON.stringify(content).length / 4)),
-    cacheReadTokens: u.cacheReadTokens ?? 0,
-    cacheWriteTokens: u.cacheWriteTokens ?? 0,
-  };
-}
-
-/** Cuts a string into chunks per the split spec; at least one chunk (possibly empty). */
-export function splitter(spec: LoopbackSplit | undefined): (s: string) => string[] {
-  if (spec === undefined) return (s) => chunkBySize(s, 16);
-  if (typeof spec === 'number') return (s) => chunkBySize(s, Math.max(1, Math.floor(spec)));
-  if (Array.isArray(spec)) {
-    const cuts = [...spec].sort((a, b) => a - b);
-    return (s) => {
-      const out: string[] = [];
-      let from = 0;
-      for (const c of cuts) {
-        if (c <= from || c >= s.length) continue;
-        out.push(s.slice(from, c));
-        from = c;
-      }
-      out.push(s.slice(from));
-      return out;
-    };
-  }
-  const maxChunk = Math.max(1, spec.maxChunk ?? 12);
-  let state = spec.seed >>> 0;
-  const rand = () => {
-    // mulberry32
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  return (s) => {
-    const out: string[] = [];
-    let from = 0;
-    while (from < s.length) {
-      const n = 1 + Math.floor(rand() * maxChunk);
-      out.push(s.slice(from, from + n));
-      from += n;
-    }
-    if (out.length === 0) out.push('');
-    return out;
-  };
-}
-
-function chunkBySize(s: string, n: number): string[] {
-  if (s.length <= n) return [s];
-  const out: string[] = [];
-  for (let i = 0; i < s.length; i += n) out.push(s.slice(i, i + n));
-  return out;
 }
 
 /* ------------------------------------------------------------------ http helpers */

@@ -1,13 +1,13 @@
 /**
  * The time limits of one routed call: a per-attempt deadline (`timeoutMs`), the race of a pending
- * handler against that deadline, and the wait between retries. A cancelled call aborts the
- * handler's signal but is not raced: a handler that ignores the signal runs to its end and its
- * result counts, so a side effect that happened is never reported as cancelled. Timers are plain setTimeout (fake
- * timers drive them in tests); a deadline or a backoff costs only the calls of tools that have one.
+ * handler against that deadline and the caller's cancel signal, and the wait between retries. An
+ * interrupt (DispatchContext.interrupt) aborts the handler's signal but is not raced: a handler
+ * that ignores it runs to its end and its result counts. Timers are plain setTimeout (fake timers
+ * drive them in tests); a deadline or a backoff costs only the calls of tools that have one.
  */
 import type { RetryPolicy } from '../registries/types.js';
 
-/** Rejection of a pending handler whose signal aborted (the handler is not awaited further). */
+/** Rejection of a pending handler whose cancel signal or deadline aborted (it is not awaited further). */
 export class Cancelled extends Error {}
 
 /**
@@ -69,17 +69,26 @@ export function backoff(retry: Readonly<Required<RetryPolicy>>, n: number, signa
   });
 }
 
-export function raceAbort(p: PromiseLike<unknown>, signal: AbortSignal): Promise<unknown> {
+const ONCE = { once: true } as const;
+
+/**
+ * `p`, or a `Cancelled` rejection as soon as `a` or `b` aborts (the handler is not awaited
+ * further). Costs two listener calls per signal: only calls that can be cancelled are raced.
+ */
+export function raceAbort(p: PromiseLike<unknown>, a: AbortSignal, b: AbortSignal | undefined): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const onAbort = (): void => reject(new Cancelled());
-    signal.addEventListener('abort', onAbort, { once: true });
+    a.addEventListener('abort', onAbort, ONCE);
+    b?.addEventListener('abort', onAbort, ONCE);
     p.then(
       (v) => {
-        signal.removeEventListener('abort', onAbort);
+        a.removeEventListener('abort', onAbort);
+        b?.removeEventListener('abort', onAbort);
         resolve(v);
       },
       (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
+        a.removeEventListener('abort', onAbort);
+        b?.removeEventListener('abort', onAbort);
         reject(e);
       },
     );

@@ -1,5 +1,6 @@
 /** The router: routed tool dispatch, observers, filter-and-distribute, annotated records, execution log. */
 export { EventRouter } from './router.js';
+export type { DispatchContext } from './dispatch-context.js';
 export type { EventRouterOptions, ObserveFilter, RoutedCall, RoutedEvent, RoutedResult, RouteOptions, SessionStreams, ToolDispatch } from './router.js';
 export { filterAndDistribute } from './distribute-operator.js';
 export { deliverBounded, DEFAULT_BUFFER_SIZE } from './bounded-delivery.js';

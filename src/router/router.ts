@@ -9,15 +9,18 @@
  *   Events of routed specialist tools are private to the calling session.
  * - Every call, routed or bypass, yields an ExecutionRecord. A handler's throw, a cancelled
  *   call, or an output-schema violation becomes an `isError` result: dispatchTool never rejects.
+ *   The handler runs inline here; what its answer becomes (views, text, record) is attempt.ts's.
  */
 import { Subject, filter, type Observable, type Subscription } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import type { RegisteredTool, ToolContext, ToolHandler } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
-import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
+import type { AnnotatedRecord } from './annotated.js';
+import { attemptRecord, errorMessage, settleAttempt, type Attempt } from './attempt.js';
 import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
-import { buildExecutionRecord, DEFAULT_RESULT_MAX_CHARS, toJsonText, type ExecutionSink } from './execution-log.js';
-import { FilterAndDistribute, filterView } from './filter-distribute.js';
+import { handlerContext, stopSignal, type DispatchContext } from './dispatch-context.js';
+import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
+import { FilterAndDistribute } from './filter-distribute.js';
 
 /** One event published on the router. */
 export interface RoutedEvent {
@@ -124,23 +127,6 @@ export interface EventRouterOptions {
 const TOOL_CALL = 'tool_call:';
 const TOOL_RESULT = 'tool_result:';
 
-/** One attempt's outcome, before it is logged. */
-interface Attempt {
-  result: unknown;
-  error: string | undefined;
-  outcome: ExecutionOutcome;
-  /** A thrown or rejected handler, or a timeout: an idempotent tool may be run again. */
-  retryable: boolean;
-  llmView: unknown;
-  uiView: unknown;
-  data: unknown;
-  record: AnnotatedRecord | undefined;
-  llmContent: string;
-  logJson: string | undefined;
-  startedAt: number;
-  durationMs: number;
-}
-
 export class EventRouter {
   readonly filterAndDistribute: FilterAndDistribute;
   /**
@@ -245,9 +231,10 @@ export class EventRouter {
   /**
    * Runs one tool call per spec 002; resolves with its outcome, never rejects. A routed call runs
    * under the tool's `timeoutMs`, and an idempotent tool's failed or timed-out attempts are tried
-   * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call.
+   * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call (not
+   * awaited further), `ctx.interrupt` asks it to stop (awaited: see DispatchContext).
    */
-  async dispatchTool(tool: RegisteredTool, args: unknown, ctx: ToolContext): Promise<ToolDispatch> {
+  async dispatchTool(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
     const routed = tool.routing === 'routed';
     const isPrivate = tool.scope === 'specialist';
     let handler = tool.handler;
@@ -270,6 +257,10 @@ export class EventRouter {
     const timeoutMs = routed ? tool.timeoutMs : undefined;
     const retry = routed ? tool.retry : undefined;
     const attempts = retry?.attempts ?? 1;
+    const cancel = ctx.signal;
+    const stop = stopSignal(ctx);
+    // A cancel signal alone: the caller's context is the handler's as it is.
+    const handlerCtx = stop === cancel && cancel !== undefined ? (ctx as ToolContext) : handlerContext(ctx, stop ?? new AbortController().signal);
 
     let a: Attempt;
     const executions: ExecutionRecord[] = [];
@@ -281,23 +272,26 @@ export class EventRouter {
       let error: string | undefined;
       let outcome: ExecutionOutcome = 'ok';
       let retryable = false;
-      if (ctx.signal?.aborted) {
+      if (stop?.aborted) {
         error = `tool "${tool.name}" was cancelled before it ran`;
         outcome = 'cancelled';
       } else {
-        const deadline = timeoutMs === undefined ? undefined : new Deadline(ctx.signal, timeoutMs);
-        const runCtx = deadline === undefined ? ctx : { ...ctx, signal: deadline.signal };
+        const deadline = timeoutMs === undefined ? undefined : new Deadline(stop, timeoutMs);
+        const runCtx = deadline === undefined ? handlerCtx : handlerContext(ctx, deadline.signal);
         try {
           result = handler(args, runCtx);
-          // Raced only against the deadline: a cancelled handler settles as it will (it honours
-          // its signal and rejects, or it finishes and its result counts).
-          if (isThenable(result)) result = await (deadline ? raceAbort(result, deadline.expiry) : result);
+          // Raced against the cancel signal and the deadline, never the interrupt: an interrupted
+          // handler settles as it will (it honours its signal and rejects, or its result counts).
+          if (isThenable(result)) {
+            const race = cancel ?? deadline?.expiry;
+            result = await (race === undefined ? result : raceAbort(result, race, race === cancel ? deadline?.expiry : undefined));
+          }
         } catch (e) {
           if (deadline?.expired) {
             error = `tool "${tool.name}" timed out after ${timeoutMs} ms`;
             outcome = 'timeout';
             retryable = true;
-          } else if (e instanceof Cancelled || ctx.signal?.aborted) {
+          } else if (e instanceof Cancelled || stop?.aborted) {
             error = `tool "${tool.name}" was cancelled`;
             outcome = 'cancelled';
           } else {
@@ -309,11 +303,12 @@ export class EventRouter {
           deadline?.clear();
         }
       }
-      a = this.finish(tool, ctx, result, error, outcome, retryable, startedAt, t0);
+      a = settleAttempt(this.filterAndDistribute, tool, ctx, result, error, outcome, retryable, startedAt, t0);
       if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
-      const execution = this.log(tool, args, ctx, a, n);
+      const execution = attemptRecord(tool, args, ctx, a, n, this.maxResultChars);
+      this.append(execution);
       executions.push(execution);
-      if (!a.retryable || n >= attempts || !(await backoff(retry!, n, ctx.signal))) break;
+      if (!a.retryable || n >= attempts || !(await backoff(retry!, n, stop))) break;
     }
 
     const isError = a.error !== undefined;
@@ -349,118 +344,14 @@ export class EventRouter {
     return dispatch;
   }
 
-  /** Processes one attempt's outcome (views, output check, serialisation); never throws. */
-  private finish(
-    tool: RegisteredTool,
-    ctx: ToolContext,
-    result: unknown,
-    error: string | undefined,
-    outcome: ExecutionOutcome,
-    retryable: boolean,
-    startedAt: number,
-    t0: number,
-  ): Attempt {
-    let llmView: unknown;
-    let uiView: unknown;
-    let data: unknown;
-    let record: AnnotatedRecord | undefined;
-    let llmContent = '';
-    let logJson: string | undefined;
-    if (error === undefined) {
-      try {
-        if (isAnnotatedRecord(result)) {
-          error = this.checkOutput(tool, result.data);
-          if (error === undefined) {
-            record = result;
-            if (tool.scope === 'generalist') {
-              const { views } = this.filterAndDistribute.distribute(result, {
-                sessionId: ctx.sessionId,
-                turnId: ctx.turnId,
-                actor: ctx.actorName,
-                tool: tool.name,
-                callId: ctx.callId,
-                scope: tool.scope,
-                ...(result.dataKind === undefined ? {} : { dataKind: result.dataKind }),
-              });
-              llmView = views.get('llm-session');
-              uiView = views.get('ui-stream');
-            } else {
-              // Specialist: annotations are honoured, but nothing is distributed beyond the caller.
-              llmView = filterView(result, 'llm-session');
-              uiView = filterView(result, 'ui-stream');
-            }
-            data = filterView(result, 'peer-response');
-          }
-        } else {
-          error = this.checkOutput(tool, result);
-          llmView = uiView = result;
-          if (typeof result === 'object' && result !== null) data = result;
-        }
-        if (error === undefined) {
-          if (typeof llmView === 'string') llmContent = llmView;
-          else {
-            try {
-              llmContent = JSON.stringify(llmView) ?? 'null';
-              if (llmView === result) logJson = llmContent;
-            } catch (e) {
-              error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${errorMessage(e)}`;
-            }
-          }
-        } else {
-          logJson = toJsonText({ error, result });
-        }
-      } catch (e) {
-        // A malformed AnnotatedRecord or a failing validator: still a result, never a rejection.
-        error = `tool "${tool.name}" returned a result that could not be processed: ${errorMessage(e)}`;
-      }
-      if (error !== undefined) outcome = 'error';
+  /** Appends one attempt's record to the execution sink; a failing sink is reported, never thrown. */
+  private append(execution: ExecutionRecord): void {
+    if (this.executionLog === undefined) return;
+    try {
+      this.executionLog.append(execution);
+    } catch (e) {
+      this.report(e, 'execution-log');
     }
-    return {
-      result,
-      error,
-      outcome,
-      retryable,
-      llmView,
-      uiView,
-      data,
-      record,
-      llmContent,
-      logJson,
-      startedAt,
-      durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
-    };
-  }
-
-  /** Builds one attempt's ExecutionRecord and appends it to the sink. */
-  private log(tool: RegisteredTool, args: unknown, ctx: ToolContext, a: Attempt, attempt: number): ExecutionRecord {
-    const isError = a.error !== undefined;
-    const execution = buildExecutionRecord({
-      sessionId: ctx.sessionId,
-      turnId: ctx.turnId,
-      actor: ctx.actorName,
-      tool: tool.name,
-      callId: ctx.callId,
-      args,
-      resultJson: isError ? (a.logJson ?? toJsonText({ error: a.error })) : (a.logJson ?? toJsonText(a.result)),
-      isError,
-      durationMs: a.durationMs,
-      startedAt: a.startedAt,
-      scope: tool.scope,
-      routing: tool.routing,
-      bypassReason: tool.bypassReason,
-      approvalId: ctx.approvalDecision?.approvalId,
-      maxResultChars: this.maxResultChars,
-      attempt,
-      outcome: a.outcome,
-    });
-    if (this.executionLog !== undefined) {
-      try {
-        this.executionLog.append(execution);
-      } catch (e) {
-        this.report(e, 'execution-log');
-      }
-    }
-    return execution;
   }
 
   /** Completes the event stream: observers are released, later events reach no one. */
@@ -468,14 +359,6 @@ export class EventRouter {
     this.subject.complete();
     this.calls.complete();
     this.results.complete();
-  }
-
-  private checkOutput(tool: RegisteredTool, value: unknown): string | undefined {
-    if (tool.outputSchema === undefined) return undefined;
-    const violations = tool.validateOutput(value);
-    if (violations.length === 0) return undefined;
-    const list = violations.map(violationText).join('; ');
-    return `tool "${tool.name}" returned output that does not match its outputSchema: ${list}`;
   }
 
   private report(error: unknown, where: 'observer' | 'execution-log'): void {
@@ -487,19 +370,8 @@ export class EventRouter {
   }
 }
 
-/** A violation as text; messages that already lead with their location are kept as they are. */
-function violationText(v: { path: string; message: string }): string {
-  return v.message.startsWith('/') || v.message.startsWith('(root)') ? v.message : `${v.path === '' ? '(root)' : v.path}: ${v.message}`;
-}
-
 function isThenable(x: unknown): x is PromiseLike<unknown> {
   return (typeof x === 'object' || typeof x === 'function') && x !== null && typeof (x as PromiseLike<unknown>).then === 'function';
-}
-
-function errorMessage(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  if (typeof e === 'string') return e;
-  return toJsonText(e);
 }
 
 function defaultOnError(error: unknown, where: string): void {

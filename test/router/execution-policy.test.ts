@@ -85,6 +85,28 @@ describe('routed calls: timeouts', () => {
     expect(out).toMatchObject({ isError: true, llmContent: 'tool "slow_b" was cancelled', execution: { outcome: 'cancelled' } });
     expect(vi.getTimerCount()).toBe(0);
   });
+  it('router:timeout:interrupt-still-races — a handler that ignores an interrupt is awaited only until its timeoutMs', async () => {
+    const router = new EventRouter();
+    const signals: AbortSignal[] = [];
+    const tool = makeTool({
+      name: 'deaf', scope: 'generalist', extra: { timeoutMs: 500 },
+      handler: (_a: unknown, c: ToolContext) => {
+        signals.push(c.signal);
+        return new Promise(() => {});
+      },
+    });
+    const turn = new AbortController();
+    let settled = false;
+    const p = router.dispatchTool(tool, {}, ctx({ signal: undefined, interrupt: turn.signal })).then((d) => ((settled = true), d));
+    await vi.advanceTimersByTimeAsync(5);
+    turn.abort();
+    await vi.advanceTimersByTimeAsync(100);
+    expect(signals[0]!.aborted).toBe(true);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(395);
+    expect(await p).toMatchObject({ isError: true, llmContent: 'tool "deaf" timed out after 500 ms', execution: { outcome: 'timeout' } });
+    expect(vi.getTimerCount()).toBe(0);
+  });
 });
 
 describe('routed calls: retries', () => {

@@ -1,9 +1,10 @@
 /**
- * Test fixtures: tools registered in a real ToolRegistry (one per fixture call), and ToolContexts.
+ * Test fixtures: tools registered in a real ToolRegistry (one per fixture call), and dispatch contexts.
  */
 import { compileApprovalPolicy } from '../../src/approvals/policy.js';
 import { ToolRegistry } from '../../src/registries/tools.js';
-import type { RegisteredTool, ToolContext, ToolHandler } from '../../src/registries/types.js';
+import type { RegisteredTool, ToolHandler } from '../../src/registries/types.js';
+import type { DispatchContext } from '../../src/router/dispatch-context.js';
 import type { Routing, Scope } from '../../src/types.js';
 
 export interface ToolSpec {
@@ -44,7 +45,7 @@ export function makeTool(spec: ToolSpec): RegisteredTool {
 }
 
 let n = 0;
-export function ctx(over: Partial<ToolContext> = {}): ToolContext {
+export function ctx(over: Partial<DispatchContext> = {}): DispatchContext {
   n += 1;
   return {
     actorName: 'triage',

@@ -274,17 +274,10 @@ describe('EventRouter.dispatchTool', () => {
     expect(num.llmContent).toBe('7');
   });
 
-  it('router:cancel:aborted — an aborted call does not run; one aborted mid-flight is cancelled when its handler honours the signal, and a handler that ignores it is awaited (a side effect that happened is never reported as cancelled)', async () => {
+  it('router:cancel:aborted — an aborted call does not run; one aborted mid-flight settles at once as cancelled', async () => {
     const router = new EventRouter();
     let ran = 0;
-    const slow = makeTool({
-      name: 'slow',
-      scope: 'specialist',
-      handler: (_args: unknown, c: { signal: AbortSignal }) => {
-        ran += 1;
-        return new Promise((_resolve, reject) => c.signal.addEventListener('abort', () => reject(c.signal.reason), { once: true }));
-      },
-    });
+    const slow = makeTool({ name: 'slow', scope: 'specialist', handler: () => { ran += 1; return new Promise(() => {}); } });
     const pre = new AbortController();
     pre.abort();
     const a = await router.dispatchTool(slow, {}, ctx({ signal: pre.signal }));
@@ -297,13 +290,81 @@ describe('EventRouter.dispatchTool', () => {
     expect(ran).toBe(1);
     expect(b).toMatchObject({ isError: true, llmContent: 'tool "slow" was cancelled' });
     expectComplete(b.execution);
+  });
+
+  it('router:cancel:interrupt — an interrupt aborts the handler\'s signal but is awaited: a handler that honours it is cancelled, one that ignores it finishes and its result counts', async () => {
+    const router = new EventRouter();
+    const seen: AbortSignal[] = [];
+    const polite = makeTool({
+      name: 'polite',
+      scope: 'specialist',
+      handler: (_args: unknown, c: { signal: AbortSignal }) => {
+        seen.push(c.signal);
+        return new Promise((_resolve, reject) => c.signal.addEventListener('abort', () => reject(c.signal.reason), { once: true }));
+      },
+    });
+    const pre = new AbortController();
+    pre.abort();
+    const a = await router.dispatchTool(polite, {}, ctx({ signal: undefined, interrupt: pre.signal }));
+    expect(a).toMatchObject({ isError: true, llmContent: 'tool "polite" was cancelled before it ran' });
+    expect(seen).toHaveLength(0);
+
+    const turn = new AbortController();
+    const p = router.dispatchTool(polite, {}, ctx({ signal: undefined, interrupt: turn.signal }));
+    turn.abort();
+    const b = await p;
+    expect(seen[0]).toBe(turn.signal); // the interrupt itself when it is the only signal
+    expect(b).toMatchObject({ isError: true, llmContent: 'tool "polite" was cancelled', execution: { outcome: 'cancelled' } });
+    expectComplete(b.execution);
+
     let finish!: () => void;
-    const stubborn = makeTool({ name: 'stubborn', scope: 'specialist', handler: () => new Promise((resolve) => (finish = () => resolve({ booked: true }))) });
+    let stubbornSignal: AbortSignal | undefined;
+    const stubborn = makeTool({
+      name: 'stubborn',
+      scope: 'specialist',
+      handler: (_args: unknown, c: { signal: AbortSignal }) => {
+        stubbornSignal = c.signal;
+        return new Promise((resolve) => (finish = () => resolve({ booked: true })));
+      },
+    });
     const late = new AbortController();
-    const q = router.dispatchTool(stubborn, {}, ctx({ signal: late.signal }));
+    let settled = false;
+    const q = router.dispatchTool(stubborn, {}, ctx({ signal: undefined, interrupt: late.signal })).then((d) => ((settled = true), d));
     late.abort();
+    await new Promise((r) => setImmediate(r)); // every pending callback has run: the dispatch still waits
+    expect(stubbornSignal!.aborted).toBe(true);
+    expect(settled).toBe(false);
+    finish();
+    expect(await q).toMatchObject({ isError: false, llmContent: '{"booked":true}', execution: { outcome: 'ok' } });
+  });
+
+  it('router:cancel:both — given a cancel signal and an interrupt, the handler\'s signal aborts on either, and only the cancel stops the wait', async () => {
+    const router = new EventRouter();
+    let finish!: () => void;
+    const signals: AbortSignal[] = [];
+    const stubborn = makeTool({
+      name: 'stubborn_both',
+      scope: 'specialist',
+      handler: (_args: unknown, c: { signal: AbortSignal }) => {
+        signals.push(c.signal);
+        return new Promise((resolve) => (finish = () => resolve({ booked: true })));
+      },
+    });
+    const cancel1 = new AbortController();
+    const turn1 = new AbortController();
+    const q = router.dispatchTool(stubborn, {}, ctx({ signal: cancel1.signal, interrupt: turn1.signal }));
+    turn1.abort();
+    expect(signals[0]!.aborted).toBe(true);
     finish();
     expect(await q).toMatchObject({ isError: false, llmContent: '{"booked":true}' });
+
+    const cancel2 = new AbortController();
+    const turn2 = new AbortController();
+    const r = router.dispatchTool(stubborn, {}, ctx({ signal: cancel2.signal, interrupt: turn2.signal }));
+    cancel2.abort();
+    expect(signals[1]!.aborted).toBe(true);
+    expect(await r).toMatchObject({ isError: true, llmContent: 'tool "stubborn_both" was cancelled', execution: { outcome: 'cancelled' } });
+    expect(turn2.signal.aborted).toBe(false);
   });
 
   it('router:observe:errors-contained — a throwing observer affects neither the call nor other observers', async () => {

@@ -1,0 +1,79 @@
+/**
+ * The script a loopback Messages API server answers from: scripted replies (content, usage, how
+ * the stream is cut into deltas, stream faults), HTTP failures, and the record of each request.
+ */
+
+/** One content block of a scripted reply. */
+export type LoopbackBlock =
+  | { type: 'text'; text: string }
+  /** `rawInput` replaces `JSON.stringify(input)` as the streamed JSON (invalid or hand-escaped JSON). */
+  | { type: 'tool_use'; name: string; input?: unknown; id?: string; rawInput?: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
+
+/**
+ * How streamed text and tool input are cut into deltas: a fixed chunk size, explicit cut offsets
+ * (UTF-16 indexes into the string), or a seeded random splitter.
+ */
+export type LoopbackSplit = number | number[] | { seed: number; maxChunk?: number };
+
+export interface LoopbackUsage {
+  inputTokens?: number;
+  outputTokens?: number;
+  cacheReadTokens?: number;
+  cacheWriteTokens?: number;
+}
+
+/** A successful reply, with optional stream faults. */
+export interface LoopbackReply {
+  content: LoopbackBlock[];
+  /** Default `tool_use` when a tool_use block is present, else `end_turn`. */
+  stopReason?: string;
+  usage?: LoopbackUsage;
+  split?: LoopbackSplit;
+  /** Send a `ping` after every N events (default 10; 0 disables). One always follows message_start unless 0. */
+  pingEvery?: number;
+  /** Wait before sending the response headers. */
+  delayMs?: number;
+  /** Wait between SSE events. */
+  eventDelayMs?: number;
+  /** Send an in-stream `error` event after this many events and end the stream (at or beyond the last frame: after message_stop). */
+  streamError?: { afterEvents: number; type?: string; message?: string };
+  /** Destroy the connection after this many events (at or beyond the last frame: after message_stop, without a clean end). */
+  dropAfterEvents?: number;
+  /** Stop sending after this many events and keep the connection open (until the client goes). */
+  stallAfterEvents?: number;
+  model?: string;
+  id?: string;
+}
+
+/** An HTTP error response. */
+export interface LoopbackFailure {
+  status: number;
+  /** API error type (default derived from the status). */
+  type?: string;
+  message?: string;
+  /** `retry-after` header, seconds. */
+  retryAfter?: number;
+  /** `retry-after-ms` header. */
+  retryAfterMs?: number;
+  delayMs?: number;
+}
+
+export type LoopbackTurn = LoopbackReply | { fail: LoopbackFailure };
+export type LoopbackResponder = (request: RecordedRequest) => LoopbackTurn;
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  /** Lower-cased header names; `x-api-key` and `authorization` are removed (see `auth`). */
+  headers: Record<string, string>;
+  /** Which credential header the client sent, without its value. */
+  auth: 'x-api-key' | 'bearer' | 'none';
+  /** The parsed JSON body (undefined when it did not parse; see `rawBody`). */
+  body: any;
+  rawBody: string;
+  /** Index of the scripted turn that answered (-1 for the fallback or an exhausted script). */
+  turn: number;
+  receivedAt: number;
+}

@@ -1,0 +1,160 @@
+/**
+ * What one attempt of a tool call becomes once its handler has answered (or not): the views per
+ * destination, the output check, the model's text, and the attempt's ExecutionRecord. Nothing
+ * here throws: a malformed result, a failing validator or an unserialisable value is an error
+ * result. The handler's run itself stays inline in `EventRouter.dispatchTool` (one await a call).
+ */
+import type { RegisteredTool } from '../registries/types.js';
+import type { ExecutionOutcome, ExecutionRecord } from '../types.js';
+import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
+import type { DispatchContext } from './dispatch-context.js';
+import { buildExecutionRecord, toJsonText } from './execution-log.js';
+import { filterView, type FilterAndDistribute } from './filter-distribute.js';
+
+/** One attempt's outcome, before it is logged. */
+export interface Attempt {
+  result: unknown;
+  error: string | undefined;
+  outcome: ExecutionOutcome;
+  /** A thrown or rejected handler, or a timeout: an idempotent tool may be run again. */
+  retryable: boolean;
+  llmView: unknown;
+  uiView: unknown;
+  data: unknown;
+  record: AnnotatedRecord | undefined;
+  llmContent: string;
+  logJson: string | undefined;
+  startedAt: number;
+  durationMs: number;
+}
+
+/**
+ * Processes one attempt's outcome (views, output check, serialisation); never throws. A
+ * generalist AnnotatedRecord is distributed through `fad`; a specialist's is filtered for the
+ * caller only.
+ */
+export function settleAttempt(
+  fad: FilterAndDistribute,
+  tool: RegisteredTool,
+  ctx: DispatchContext,
+  result: unknown,
+  error: string | undefined,
+  outcome: ExecutionOutcome,
+  retryable: boolean,
+  startedAt: number,
+  t0: number,
+): Attempt {
+  let llmView: unknown;
+  let uiView: unknown;
+  let data: unknown;
+  let record: AnnotatedRecord | undefined;
+  let llmContent = '';
+  let logJson: string | undefined;
+  if (error === undefined) {
+    try {
+      if (isAnnotatedRecord(result)) {
+        error = checkOutput(tool, result.data);
+        if (error === undefined) {
+          record = result;
+          if (tool.scope === 'generalist') {
+            const { views } = fad.distribute(result, {
+              sessionId: ctx.sessionId,
+              turnId: ctx.turnId,
+              actor: ctx.actorName,
+              tool: tool.name,
+              callId: ctx.callId,
+              scope: tool.scope,
+              ...(result.dataKind === undefined ? {} : { dataKind: result.dataKind }),
+            });
+            llmView = views.get('llm-session');
+            uiView = views.get('ui-stream');
+          } else {
+            // Specialist: annotations are honoured, but nothing is distributed beyond the caller.
+            llmView = filterView(result, 'llm-session');
+            uiView = filterView(result, 'ui-stream');
+          }
+          data = filterView(result, 'peer-response');
+        }
+      } else {
+        error = checkOutput(tool, result);
+        llmView = uiView = result;
+        if (typeof result === 'object' && result !== null) data = result;
+      }
+      if (error === undefined) {
+        if (typeof llmView === 'string') llmContent = llmView;
+        else {
+          try {
+            llmContent = JSON.stringify(llmView) ?? 'null';
+            if (llmView === result) logJson = llmContent;
+          } catch (e) {
+            error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${errorMessage(e)}`;
+          }
+        }
+      } else {
+        logJson = toJsonText({ error, result });
+      }
+    } catch (e) {
+      // A malformed AnnotatedRecord or a failing validator: still a result, never a rejection.
+      error = `tool "${tool.name}" returned a result that could not be processed: ${errorMessage(e)}`;
+    }
+    if (error !== undefined) outcome = 'error';
+  }
+  return {
+    result,
+    error,
+    outcome,
+    retryable,
+    llmView,
+    uiView,
+    data,
+    record,
+    llmContent,
+    logJson,
+    startedAt,
+    durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
+  };
+}
+
+/** One attempt's ExecutionRecord (its result JSON capped at `maxResultChars`). */
+export function attemptRecord(tool: RegisteredTool, args: unknown, ctx: DispatchContext, a: Attempt, attempt: number, maxResultChars: number): ExecutionRecord {
+  const isError = a.error !== undefined;
+  return buildExecutionRecord({
+    sessionId: ctx.sessionId,
+    turnId: ctx.turnId,
+    actor: ctx.actorName,
+    tool: tool.name,
+    callId: ctx.callId,
+    args,
+    resultJson: isError ? (a.logJson ?? toJsonText({ error: a.error })) : (a.logJson ?? toJsonText(a.result)),
+    isError,
+    durationMs: a.durationMs,
+    startedAt: a.startedAt,
+    scope: tool.scope,
+    routing: tool.routing,
+    bypassReason: tool.bypassReason,
+    approvalId: ctx.approvalDecision?.approvalId,
+    maxResultChars,
+    attempt,
+    outcome: a.outcome,
+  });
+}
+
+/** A thrown value as message text. */
+export function errorMessage(e: unknown): string {
+  if (e instanceof Error) return e.message;
+  if (typeof e === 'string') return e;
+  return toJsonText(e);
+}
+
+function checkOutput(tool: RegisteredTool, value: unknown): string | undefined {
+  if (tool.outputSchema === undefined) return undefined;
+  const violations = tool.validateOutput(value);
+  if (violations.length === 0) return undefined;
+  const list = violations.map(violationText).join('; ');
+  return `tool "${tool.name}" returned output that does not match its outputSchema: ${list}`;
+}
+
+/** A violation as text; messages that already lead with their location are kept as they are. */
+function violationText(v: { path: string; message: string }): string {
+  return v.message.startsWith('/') || v.message.startsWith('(root)') ? v.message : `${v.path === '' ? '(root)' : v.path}: ${v.message}`;
+}
