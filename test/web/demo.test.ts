@@ -208,7 +208,9 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     await surface.screenshot({ path: join(ARTIFACTS, 'demo-approval-surface.png') });
     expect(desk.bookings.size).toBe(0);
 
-    await approve.click();
+    // Keyboard: focus Approve and press Enter.
+    await approve.focus();
+    await page.keyboard.press('Enter');
     await page.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
     expect([...desk.bookings.values()].map((b) => b.flightId)).toEqual(['TS101']);
     await expect(surface.getAttribute('class')).resolves.toContain('answered');
