@@ -1,0 +1,241 @@
+/**
+ * The machine decides, the host executes: for every path generated from the session machine
+ * (every shortest path, and every one-turn simple path with its loops bounded by the budgets),
+ * the effects the machine emits at each step are exactly the ones an oracle expects. The oracle
+ * is written from the turn-state registry's metadata and the documented effect table
+ * (docs/architecture.md), not from the machine's config: a terminal state settles, a holding
+ * state holds, a hand-off passes the turn (or fails over its budget), every change of state is
+ * announced, a blown budget fails with its code, and a loop that is ready asks for the next call.
+ */
+import { describe, expect, it } from 'vitest';
+import { createActor } from 'xstate';
+import { getShortestPaths, getSimplePaths } from 'xstate/graph';
+import { createRegistries } from '../../src/create-registries.js';
+import { createSessionMachine, type SessionEffect } from '../../src/machines/session.machine.js';
+import type { Registries } from '../../src/registries/types.js';
+
+const LOOP = { maxModelCalls: 3, maxRespondRetries: 1, maxNudges: 1 };
+const INPUT = { entryActor: 'a', maxHandoffs: 1, loop: LOOP };
+
+function consumerStates(r: Registries): void {
+  r.turnStates.register({ id: 'escalated', meta: { description: 'A human takes over.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
+  r.turnStates.register({ id: 'on-hold', meta: { description: 'Waits for a human.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'human' } });
+  r.turnStates.register({
+    id: 'transferred',
+    meta: { description: 'Handed to another desk.', isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } },
+  });
+}
+
+const registries = createRegistries();
+consumerStates(registries);
+const machine = createSessionMachine(registries.turnStates);
+type Snap = ReturnType<typeof machine.transition>;
+type Ev = Parameters<typeof machine.transition>[1];
+const meta = (id: string) => registries.turnStates.get(id)!.meta;
+
+const turnOf = (v: unknown): string => {
+  if (typeof v === 'string') return v;
+  const t = (v as { turn: string | Record<string, string> }).turn;
+  return typeof t === 'string' ? t : Object.keys(t)[0]!;
+};
+const phaseOf = (v: unknown): string | undefined => {
+  const t = typeof v === 'string' ? undefined : (v as { turn: string | Record<string, string> }).turn;
+  return t && typeof t !== 'string' ? Object.values(t)[0] : undefined;
+};
+
+/** The events the host (and the model, through it) can produce in each state. */
+function eventsFor(s: Snap): Ev[] {
+  const v = s.value;
+  if (v === 'idle') return [{ type: 'START', turnId: 't' }];
+  const phase = phaseOf(v);
+  if (phase === 'ready') return [{ type: 'CALL' }];
+  if (phase === 'calling') {
+    const other = s.context.actor === 'a' ? 'b' : 'a';
+    return [
+      ...(['dispatch', 'call', 'rejected', 'free-text'] as const).map((next) => ({ type: 'MODEL_DONE', next }) as Ev),
+      // A whole response's summary: tool uses, a cut-short response.
+      { type: 'MODEL_DONE', toolUses: 1, rejected: 0, applied: 1, freeText: false, stopReason: 'tool_use' } as Ev,
+      { type: 'MODEL_DONE', toolUses: 1, rejected: 0, applied: 0, freeText: false, stopReason: 'max_tokens' } as Ev,
+      ...registries.turnStates
+        .list()
+        .filter((d) => d.id !== 'suspended' && d.id !== 'awaiting')
+        .map((d) => ({ type: 'RESPOND', to: d.id, ...(d.meta.handsOff ? { passTo: other } : {}) }) as Ev),
+      { type: 'FAIL', code: 'model.overloaded', message: 'overloaded' },
+      { type: 'INTERRUPTED' },
+    ];
+  }
+  if (phase === 'dispatching') return [{ type: 'CALL' }, { type: 'CALL', pending: 1 }];
+  const m = meta(turnOf(v));
+  if (m.isTerminal) return [{ type: 'SETTLE' }];
+  if (m.holdsActor) return [{ type: 'RESUME', resumeOn: m.resumeOn! }];
+  return [];
+}
+
+/** An effect reduced to what the host acts on. */
+type Fx = { type: string; [k: string]: unknown };
+function brief(e: SessionEffect): Fx {
+  switch (e.type) {
+    case 'state.changed':
+      return { type: e.type, from: e.from, to: e.to, actor: e.actor };
+    case 'fail':
+      return { type: e.type, code: e.code };
+    case 'settle':
+      return { type: e.type, state: e.state, emitsEnvelope: e.emitsEnvelope };
+    case 'hold':
+      return { type: e.type, state: e.state };
+    case 'actor.passed':
+      return { type: e.type, from: e.from, to: e.to };
+    default:
+      return { type: e.type };
+  }
+}
+
+/** The oracle: the effects a step must emit, from the state before it, the event and the registry. */
+function expected(before: Snap, event: Ev): Fx[] {
+  const c = before.context;
+  const acting = c.actor ?? c.entryActor;
+  const state = turnOf(before.value);
+  const out: Fx[] = [];
+  /** Entering turn state `to` from `from` (announced), with what that state does on entry. */
+  const enter = (from: string, to: string, actor = acting): void => {
+    out.push({ type: 'state.changed', from, to, actor });
+    const m = meta(to);
+    if (m.isTerminal) out.push({ type: 'settle', state: to, emitsEnvelope: m.emitsEnvelope });
+    else if (m.holdsActor) out.push({ type: 'hold', state: to });
+    else if (to === 'awaiting') out.push({ type: 'model.next' });
+  };
+  const failTo = (code: string): void => {
+    out.push({ type: 'fail', code });
+    enter(state, 'error');
+  };
+  const nextCall = (): void => {
+    if (c.modelCalls < c.maxModelCalls) out.push({ type: 'model.call' });
+    else failTo('turn.model_call_budget');
+  };
+  switch (event.type) {
+    case 'START':
+      return [{ type: 'model.next' }];
+    case 'CALL':
+      if ((event.pending ?? 0) > 0) enter(state, 'suspended');
+      else nextCall();
+      return out;
+    case 'MODEL_DONE': {
+      if (event.next === 'dispatch') return out;
+      if (event.next === 'call') return [{ type: 'model.next' }];
+      if (event.next === 'rejected') {
+        if (c.rejections < c.maxRespondRetries) return [{ type: 'model.next' }];
+        failTo('turn.respond_retries');
+        return out;
+      }
+      if (event.next === 'free-text') {
+        if (c.nudges < c.maxNudges) return [{ type: 'model.next' }];
+        failTo('turn.free_text');
+        return out;
+      }
+      if (event.next !== undefined) throw new Error(`the oracle has no rule for MODEL_DONE:${event.next}`);
+      if (event.stopReason === 'max_tokens') failTo('model.max_tokens');
+      else if (event.toolUses > 0) out.push({ type: 'tools.dispatch' });
+      return out;
+    }
+    case 'RESPOND': {
+      const m = meta(event.to);
+      if (!m.handsOff) {
+        enter(state, event.to);
+        return out;
+      }
+      out.push({ type: 'state.changed', from: state, to: event.to, actor: acting });
+      if (c.handoffs < c.maxHandoffs) {
+        out.push({ type: 'actor.passed', from: acting, to: event.passTo! });
+        enter(event.to, 'awaiting', event.passTo!);
+      } else {
+        out.push({ type: 'fail', code: 'turn.handoff_budget' });
+        enter(event.to, 'error');
+      }
+      return out;
+    }
+    case 'RESUME':
+      enter(state, 'awaiting');
+      return out;
+    case 'FAIL':
+      failTo(event.code);
+      return out;
+    case 'INTERRUPTED':
+      return [{ type: 'model.next' }];
+    case 'SETTLE':
+      return [];
+    default:
+      throw new Error(`the oracle has no rule for ${event.type}`);
+  }
+}
+
+const shortKey = (s: Snap) => `${JSON.stringify(s.value)}|${s.context.lastSettled}`;
+const loopKey = (s: Snap) => `${shortKey(s)}|${s.context.modelCalls},${s.context.rejections},${s.context.nudges},${s.context.handoffs},${s.context.actor}`;
+const shortest = getShortestPaths(machine, { input: INPUT, events: eventsFor, serializeState: shortKey as any });
+const simple = getSimplePaths(machine, {
+  input: INPUT,
+  events: eventsFor,
+  serializeState: loopKey as any,
+  stopWhen: (s) => s.value === 'idle' && s.context.lastSettled !== null,
+}).filter((p) => p.steps.filter((st) => st.event.type === 'START').length === 1);
+
+const label = (e: Ev) => e.type + ('next' in e && e.next ? `:${e.next}` : 'to' in e ? `:${e.to}` : 'stopReason' in e ? `:${e.stopReason}` : 'pending' in e ? `:${e.pending}` : '');
+
+/** Replays a path on a live actor; returns, per step, what was emitted and what the oracle expects. */
+function replay(steps: readonly { event: Ev }[]): { step: string; got: Fx[]; want: Fx[] }[] {
+  const actor = createActor(machine, { input: INPUT });
+  let emitted: Fx[] = [];
+  actor.on('*', (e) => emitted.push(brief(e as SessionEffect)));
+  actor.start();
+  const rows: { step: string; got: Fx[]; want: Fx[] }[] = [];
+  for (const { event } of steps) {
+    if (event.type === ('xstate.init' as string)) continue;
+    const want = expected(actor.getSnapshot(), event);
+    emitted = [];
+    actor.send(event);
+    rows.push({ step: label(event), got: emitted, want });
+  }
+  actor.stop();
+  return rows;
+}
+
+describe('session machine: the effects of every generated path', () => {
+  it('effects:paths:generated — the generator reaches every turn state and enough one-turn paths to matter', () => {
+    const reached = new Set(shortest.map((p) => turnOf(p.state.value)));
+    for (const d of registries.turnStates.list()) if (!d.meta.handsOff) expect(reached.has(d.id), d.id).toBe(true);
+    expect(shortest.length).toBeGreaterThan(40);
+    expect(simple.length).toBeGreaterThan(100);
+  });
+
+  for (const [name, paths] of [
+    ['shortest', shortest],
+    ['simple', simple],
+  ] as const) {
+    it(`effects:paths:${name} — for each ${name} path, every step emits exactly the effects the registry's metadata calls for, in order`, () => {
+      let steps = 0;
+      for (const path of paths) {
+        const rows = replay(path.steps as any);
+        steps += rows.length;
+        for (let i = 0; i < rows.length; i++) {
+          const r = rows[i]!;
+          expect(r.got, `path ${rows.map((x) => x.step).join(' ')}, step ${i + 1} (${r.step})`).toEqual(r.want);
+        }
+      }
+      expect(steps).toBeGreaterThan(paths.length);
+    });
+  }
+
+  it('effects:turn — one whole turn (two tool rounds, then complete) emits the host\'s work list in order', () => {
+    const events: Ev[] = [
+      { type: 'START', turnId: 't' },
+      { type: 'CALL' },
+      { type: 'MODEL_DONE', toolUses: 1, rejected: 0, applied: 1, freeText: false, stopReason: 'tool_use' } as Ev,
+      { type: 'CALL', pending: 0 },
+      { type: 'MODEL_DONE', toolUses: 1, rejected: 0, applied: 1, freeText: false, stopReason: 'tool_use' } as Ev,
+      { type: 'CALL', pending: 0 },
+      { type: 'RESPOND', to: 'complete' },
+      { type: 'SETTLE' },
+    ];
+    const flat = replay(events.map((event) => ({ event }))).flatMap((r) => r.got.map((f) => f.type));
+    expect(flat).toEqual(['model.next', 'model.call', 'tools.dispatch', 'model.call', 'tools.dispatch', 'model.call', 'state.changed', 'settle']);
+  });
+});
