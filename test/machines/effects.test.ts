@@ -12,42 +12,20 @@ import { createActor } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { createRegistries } from '../../src/create-registries.js';
 import { createSessionMachine, type SessionEffect } from '../../src/machines/session.machine.js';
-import type { Registries } from '../../src/registries/types.js';
-
-const LOOP = { maxModelCalls: 3, maxRespondRetries: 1, maxNudges: 1 };
-const INPUT = { entryActor: 'a', maxHandoffs: 1, loop: LOOP };
-
-function consumerStates(r: Registries): void {
-  r.turnStates.register({ id: 'escalated', meta: { description: 'A human takes over.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
-  r.turnStates.register({ id: 'on-hold', meta: { description: 'Waits for a human.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'human' } });
-  r.turnStates.register({
-    id: 'transferred',
-    meta: { description: 'Handed to another desk.', isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } },
-  });
-}
+import { MACHINE_INPUT, labelOf, loopKey, registerConsumerStates, shortKey, subOf } from './graph-fixtures.js';
 
 const registries = createRegistries();
-consumerStates(registries);
+registerConsumerStates(registries);
 const machine = createSessionMachine(registries.turnStates);
 type Snap = ReturnType<typeof machine.transition>;
 type Ev = Parameters<typeof machine.transition>[1];
 const meta = (id: string) => registries.turnStates.get(id)!.meta;
 
-const turnOf = (v: unknown): string => {
-  if (typeof v === 'string') return v;
-  const t = (v as { turn: string | Record<string, string> }).turn;
-  return typeof t === 'string' ? t : Object.keys(t)[0]!;
-};
-const phaseOf = (v: unknown): string | undefined => {
-  const t = typeof v === 'string' ? undefined : (v as { turn: string | Record<string, string> }).turn;
-  return t && typeof t !== 'string' ? Object.values(t)[0] : undefined;
-};
-
 /** The events the host (and the model, through it) can produce in each state. */
 function eventsFor(s: Snap): Ev[] {
   const v = s.value;
   if (v === 'idle') return [{ type: 'START', turnId: 't' }];
-  const phase = phaseOf(v);
+  const phase = subOf(v);
   if (phase === 'ready') return [{ type: 'CALL' }];
   if (phase === 'calling') {
     const other = s.context.actor === 'a' ? 'b' : 'a';
@@ -65,7 +43,7 @@ function eventsFor(s: Snap): Ev[] {
     ];
   }
   if (phase === 'dispatching') return [{ type: 'CALL' }, { type: 'CALL', pending: 1 }];
-  const m = meta(turnOf(v));
+  const m = meta(labelOf(v));
   if (m.isTerminal) return [{ type: 'SETTLE' }];
   if (m.holdsActor) return [{ type: 'RESUME', resumeOn: m.resumeOn! }];
   return [];
@@ -94,7 +72,7 @@ function brief(e: SessionEffect): Fx {
 function expected(before: Snap, event: Ev): Fx[] {
   const c = before.context;
   const acting = c.actor ?? c.entryActor;
-  const state = turnOf(before.value);
+  const state = labelOf(before.value);
   const out: Fx[] = [];
   /** Entering turn state `to` from `from` (announced), with what that state does on entry. */
   const enter = (from: string, to: string, actor = acting): void => {
@@ -168,11 +146,9 @@ function expected(before: Snap, event: Ev): Fx[] {
   }
 }
 
-const shortKey = (s: Snap) => `${JSON.stringify(s.value)}|${s.context.lastSettled}`;
-const loopKey = (s: Snap) => `${shortKey(s)}|${s.context.modelCalls},${s.context.rejections},${s.context.nudges},${s.context.handoffs},${s.context.actor}`;
-const shortest = getShortestPaths(machine, { input: INPUT, events: eventsFor, serializeState: shortKey as any });
+const shortest = getShortestPaths(machine, { input: MACHINE_INPUT, events: eventsFor, serializeState: shortKey as any });
 const simple = getSimplePaths(machine, {
-  input: INPUT,
+  input: MACHINE_INPUT,
   events: eventsFor,
   serializeState: loopKey as any,
   stopWhen: (s) => s.value === 'idle' && s.context.lastSettled !== null,
@@ -182,7 +158,7 @@ const label = (e: Ev) => e.type + ('next' in e && e.next ? `:${e.next}` : 'to' i
 
 /** Replays a path on a live actor; returns, per step, what was emitted and what the oracle expects. */
 function replay(steps: readonly { event: Ev }[]): { step: string; got: Fx[]; want: Fx[] }[] {
-  const actor = createActor(machine, { input: INPUT });
+  const actor = createActor(machine, { input: MACHINE_INPUT });
   let emitted: Fx[] = [];
   actor.on('*', (e) => emitted.push(brief(e as SessionEffect)));
   actor.start();
@@ -200,7 +176,7 @@ function replay(steps: readonly { event: Ev }[]): { step: string; got: Fx[]; wan
 
 describe('session machine: the effects of every generated path', () => {
   it('effects:paths:generated — the generator reaches every turn state and enough one-turn paths to matter', () => {
-    const reached = new Set(shortest.map((p) => turnOf(p.state.value)));
+    const reached = new Set(shortest.map((p) => labelOf(p.state.value)));
     for (const d of registries.turnStates.list()) if (!d.meta.handsOff) expect(reached.has(d.id), d.id).toBe(true);
     expect(shortest.length).toBeGreaterThan(40);
     expect(simple.length).toBeGreaterThan(100);

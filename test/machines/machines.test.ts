@@ -8,16 +8,11 @@ import { createActor } from 'xstate';
 import { createActorMachine, DEFAULT_LOOP_LIMITS, type ActorLoopEvent } from '../../src/machines/actor.machine.js';
 import { createSessionMachine } from '../../src/machines/session.machine.js';
 import { createRegistries } from '../../src/create-registries.js';
+import { registerConsumerStates } from './graph-fixtures.js';
 
 function registriesWithConsumers() {
   const r = createRegistries();
-  r.turnStates.register({ id: 'escalated', meta: { description: 'A human takes over.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
-  r.turnStates.register({ id: 'partial', meta: { description: 'Partial data.', isTerminal: true, emitsEnvelope: true, holdsActor: false } });
-  r.turnStates.register({ id: 'on-hold', meta: { description: 'Waits for a human.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'human' } });
-  r.turnStates.register({
-    id: 'transferred',
-    meta: { description: 'Handed to another desk.', isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } },
-  });
+  registerConsumerStates(r);
   return r;
 }
 

@@ -13,28 +13,11 @@ import { createSessionMachine } from '../../src/machines/session.machine.js';
 import type { ModelScript, ScriptBlock, ScriptResponse } from '../../src/models/script.js';
 import { createRegistries } from '../../src/create-registries.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
-import type { Registries } from '../../src/registries/types.js';
 import type { MailboxEntry, SessionEvent } from '../../src/types.js';
+import { LIMITS, MACHINE_INPUT, labelOf, loopKey, registerConsumerStates, shortKey, subOf } from './graph-fixtures.js';
 import { Recorder, addTool, checkHistory, checkStream, harness, part, respond, type Harness } from '../runtime/helpers.js';
 
 /* ------------------------------------------------------------------ the registry under test */
-
-const LIMITS = { maxModelCallsPerTurn: 3, maxRespondRetries: 1, maxFreeTextNudges: 1, maxHandoffsPerTurn: 1 };
-const MACHINE_INPUT = {
-  entryActor: 'a',
-  maxHandoffs: LIMITS.maxHandoffsPerTurn,
-  loop: { maxModelCalls: LIMITS.maxModelCallsPerTurn, maxRespondRetries: LIMITS.maxRespondRetries, maxNudges: LIMITS.maxFreeTextNudges },
-};
-
-function registerConsumerStates(r: Registries): void {
-  r.turnStates.register({ id: 'escalated', meta: { description: 'A human takes over; no envelope.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
-  r.turnStates.register({ id: 'partial', meta: { description: 'Settled with partial data.', isTerminal: true, emitsEnvelope: true, holdsActor: false } });
-  r.turnStates.register({ id: 'on-hold', meta: { description: 'Waits for a human reply.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'human' } });
-  r.turnStates.register({
-    id: 'transferred',
-    meta: { description: 'Handed to another desk.', isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } },
-  });
-}
 
 const registries = createRegistries();
 registerConsumerStates(registries);
@@ -42,18 +25,6 @@ const machine = createSessionMachine(registries.turnStates);
 
 type Snap = ReturnType<typeof machine.transition>;
 type Ev = Parameters<typeof machine.transition>[1];
-
-/** 'idle', or the top-level turn state. */
-function labelOf(value: unknown): string {
-  if (typeof value === 'string') return value;
-  const t = (value as { turn: string | Record<string, string> }).turn;
-  return typeof t === 'string' ? t : 'awaiting';
-}
-function subOf(value: unknown): string | undefined {
-  if (typeof value === 'string') return undefined;
-  const t = (value as { turn: string | Record<string, string> }).turn;
-  return typeof t === 'string' ? undefined : Object.values(t)[0];
-}
 
 /** The events the host can send in each state (what the runtime can actually produce). */
 function eventsFor(s: Snap): Ev[] {
@@ -82,12 +53,6 @@ function eventsFor(s: Snap): Ev[] {
   if (def.meta.holdsActor) return [{ type: 'RESUME', resumeOn: def.meta.resumeOn! }];
   return [];
 }
-
-/** Bounded key (DESIGN): the state value plus the last settled turn state. */
-const shortKey = (s: Snap) => `${JSON.stringify(s.value)}|${s.context.lastSettled}`;
-/** For one-turn simple paths: the loop counters too, so bounded loops are explored. */
-const loopKey = (s: Snap) =>
-  `${shortKey(s)}|${s.context.modelCalls},${s.context.rejections},${s.context.nudges},${s.context.handoffs},${s.context.actor}`;
 
 const shortest = getShortestPaths(machine, { input: MACHINE_INPUT, events: eventsFor, serializeState: shortKey as any });
 const simple = getSimplePaths(machine, {
