@@ -136,7 +136,10 @@ export interface RuntimeOptions {
   artifacts?: ArtifactStore;
   store?: SessionStore;
   registries?: Registries;
-  /** Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspector.inspect`). */
+  /**
+   * Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspect`).
+   * With it, sessions run their machine on a live XState actor (without it, compiled: docs/machines/README.md).
+   */
   inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
   limits?: Partial<RuntimeLimits>;
   /** Decides who may answer an approval (default: same tenant). */

@@ -1,6 +1,8 @@
 /**
- * The session's machine while the host holds it: a live XState actor during a turn, its persisted
- * snapshot (a few hundred bytes) while the session sleeps.
+ * The session's machine while the host holds it. It runs compiled (machines/compiled-machine.ts:
+ * the same definition and action specs, no actor) unless the session is inspected or the machine
+ * uses more than the compiled executor runs; then it is a live XState actor during a turn and its
+ * persisted snapshot (a few hundred bytes) while the session sleeps.
  *
  * Contract:
  * - `send(event)` delivers one event and queues the effects the machine emits for it, in order,
@@ -10,7 +12,15 @@
  * - `adopt` moves an idle session to a regenerated machine (a turn state registered later).
  */
 import { createActor, type Actor } from 'xstate';
-import type { SessionContext, SessionEffect, SessionMachine, SessionMachineEvent, SessionMachineInput } from '../machines/session.machine.js';
+import type { CompiledRun } from '../machines/compiled-machine.js';
+import {
+  compiledSessionRun,
+  type SessionContext,
+  type SessionEffect,
+  type SessionMachine,
+  type SessionMachineEvent,
+  type SessionMachineInput,
+} from '../machines/session.machine.js';
 
 export function isIdleSnapshot(snapshot: unknown): boolean {
   return (snapshot as { value?: unknown } | null)?.value === 'idle';
@@ -19,6 +29,8 @@ export function isIdleSnapshot(snapshot: unknown): boolean {
 export class LiveMachine {
   /** Effects emitted and not yet executed, oldest first. */
   readonly effects: SessionEffect[] = [];
+  /** The compiled run (null: the session runs on an XState actor). */
+  private run: CompiledRun | null = null;
   private live: Actor<SessionMachine> | null = null;
   private dormant: unknown = null;
   private stopped = false;
@@ -35,9 +47,16 @@ export class LiveMachine {
     snapshot: unknown,
     private readonly inspect: ((event: unknown) => void) | { next?: (event: unknown) => void } | undefined,
   ) {
+    if (!inspect) this.run = compiledSessionRun(machine, snapshot ?? this.initial());
+    if (this.run) return;
     // An idle session sleeps from the start (no live actor: an idle session costs little).
     if (snapshot && !inspect && isIdleSnapshot(snapshot)) this.dormant = snapshot;
     else this.wake(snapshot);
+  }
+
+  /** The machine's initial snapshot for this session's input (computed by XState). */
+  private initial(): unknown {
+    return createActor(this.machine, { input: this.input() }).getPersistedSnapshot();
   }
 
   private get actor(): Actor<SessionMachine> {
@@ -59,6 +78,8 @@ export class LiveMachine {
 
   /** Keep only the persisted snapshot. With an inspector attached the actor stays live. */
   sleep(): boolean {
+    // A compiled run is its snapshot: there is nothing live to put to sleep.
+    if (this.run) return !this.stopped;
     if (!this.live || this.inspect || this.stopped) return false;
     this.dormant = this.persisted();
     this.persistedOf = this.persistedSnap = null;
@@ -68,7 +89,9 @@ export class LiveMachine {
   }
 
   send(event: SessionMachineEvent): void {
-    if (!this.stopped) this.actor.send(event);
+    if (this.stopped) return;
+    if (this.run) this.run.handle(event, this.effects);
+    else this.actor.send(event);
   }
 
   /** Whether the machine has a node for turn state `id` (one registered after it was built has none). */
@@ -78,7 +101,8 @@ export class LiveMachine {
 
   /** Whether the machine would take `event` now (its guards decide; nothing is executed). */
   can(event: SessionMachineEvent): boolean {
-    return !this.stopped && this.actor.getSnapshot().can(event);
+    if (this.stopped) return false;
+    return this.run ? this.run.can(event) : this.actor.getSnapshot().can(event);
   }
 
   /** Like `send`, but returns the effects this event produced (and takes them off the queue). */
@@ -92,6 +116,15 @@ export class LiveMachine {
   adopt(next: SessionMachine): void {
     if (next === this.machine || this.state() !== 'idle') return;
     const snapshot = this.persisted();
+    if (this.run) {
+      const run = compiledSessionRun(next, snapshot);
+      if (run) {
+        this.machine = next;
+        this.run = run;
+        return;
+      }
+      this.run = null;
+    }
     this.live?.stop();
     this.live = null;
     this.machine = next;
@@ -100,14 +133,13 @@ export class LiveMachine {
 
   /** 'idle', or the current turn-state node (a label for events and snapshots). */
   state(): string {
+    if (this.run) return labelOf(this.run.value);
     if (!this.live) return ((this.dormant as { value?: unknown } | null)?.value as string) ?? 'idle';
-    const v = this.live.getSnapshot().value as string | { turn: string | Record<string, unknown> };
-    if (typeof v === 'string') return v;
-    const t = v.turn;
-    return typeof t === 'string' ? t : Object.keys(t)[0]!;
+    return labelOf(this.live.getSnapshot().value);
   }
 
   context(): SessionContext {
+    if (this.run) return this.run.ctx as unknown as SessionContext;
     return this.live ? this.live.getSnapshot().context : (this.dormant as { context: SessionContext }).context;
   }
 
@@ -118,6 +150,7 @@ export class LiveMachine {
   }
 
   persisted(): unknown {
+    if (this.run) return this.run.persisted();
     if (!this.live) return this.dormant;
     // XState snapshots are immutable: an unchanged one persists to the same object.
     const snap = this.live.getSnapshot();
@@ -132,4 +165,11 @@ export class LiveMachine {
     this.stopped = true;
     this.live?.stop();
   }
+}
+
+/** 'idle', or the turn-state node of a state value. */
+function labelOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  const t = (value as { turn: string | Record<string, unknown> }).turn;
+  return typeof t === 'string' ? t : Object.keys(t)[0]!;
 }

@@ -16,7 +16,8 @@
  * implementations run standalone (`createActorMachine`, drawn in Stately) and embedded in the
  * session machine's `awaiting` node, so one live XState actor serves a whole session.
  */
-import { assign, emit, enqueueActions, setup } from 'xstate';
+import { setup } from 'xstate';
+import { toXStateActions, type ActionOps, type ActionSpecs } from './action-specs.js';
 import { DEFAULT_LIMITS, sessionMachineLimits } from '../limits.js';
 
 export interface ActorLoopContext {
@@ -78,6 +79,14 @@ export type ActorLoopEvent =
   /** After a restart: continue from the restored phase (`pending` calls recovered). */
   | { type: 'RECOVER'; pending?: number };
 
+/** The argument every loop action gets (the event as the loop sees it). */
+type Args = { context: ActorLoopContext; event: any };
+
+// Effects without data: one object each, shared by every emission.
+const MODEL_NEXT = Object.freeze({ type: 'model.next' as const });
+const MODEL_CALL = Object.freeze({ type: 'model.call' as const });
+const TOOLS_DISPATCH = Object.freeze({ type: 'tools.dispatch' as const });
+
 /** Stop reasons that cut a response short: it is never acted on, the turn fails. */
 const CUT_SHORT: Record<string, { code: string; message: string; userText: string; stop: 'max_tokens' | 'refusal' }> = {
   max_tokens: { code: 'model.max_tokens', message: 'the response hit the token limit before it was complete', userText: 'The answer was cut off because it grew too long.', stop: 'max_tokens' },
@@ -125,31 +134,41 @@ export const actorLoopGuards = {
   isCompatIncomplete: ({ event }: { event: any }) => event.applied === 0 && event.compat === true,
 };
 
-export const actorLoopActions = {
-  countCall: assign(({ context }: { context: ActorLoopContext }) => ({ modelCalls: context.modelCalls + 1 })),
-  countRejection: assign(({ context }: { context: ActorLoopContext }) => ({ rejections: context.rejections + 1 })),
-  countNudge: assign(({ context }: { context: ActorLoopContext }) => ({ nudges: context.nudges + 1 })),
+/** The loop's actions as specs (action-specs.ts): XState runs them, and so does the compiled machine. */
+export const actorLoopActionSpecs = {
+  countCall: { assign: ({ context }: Args) => ({ modelCalls: context.modelCalls + 1 }) },
+  countRejection: { assign: ({ context }: Args) => ({ rejections: context.rejections + 1 }) },
+  countNudge: { assign: ({ context }: Args) => ({ nudges: context.nudges + 1 }) },
   /** Record the failure and emit it (`userText`: the error part the user gets). */
-  exhaust: enqueueActions(({ enqueue }, params: { code: string; message: string; userText?: string }) => {
-    enqueue.assign({ error: { code: params.code, message: params.message } });
-    enqueue.emit({ type: 'fail', ...params } as any);
-  }),
-  failCutShort: enqueueActions(({ enqueue, event }: { enqueue: any; event: any }) => {
-    const c = CUT_SHORT[event.stopReason]!;
-    enqueue.assign({ error: { code: c.code, message: c.message } });
-    enqueue.emit({ type: 'fail', ...c });
-  }),
-  emitModelNext: emit({ type: 'model.next' } as const),
-  emitModelCall: emit({ type: 'model.call' } as const),
-  emitDispatch: emit({ type: 'tools.dispatch' } as const),
-  emitNudge: emit(({ event }: { event: any }) => ({ type: 'nudge' as const, freeText: !!event.freeText, ...(event.compat ? { compat: true } : {}) })),
+  exhaust: {
+    ops: (_: Args, params: { code: string; message: string; userText?: string }, ops: ActionOps) => {
+      ops.assign({ error: { code: params.code, message: params.message } });
+      ops.emit({ type: 'fail', ...params });
+    },
+  },
+  failCutShort: {
+    ops: ({ event }: Args, _params: unknown, ops: ActionOps) => {
+      const c = CUT_SHORT[event.stopReason]!;
+      ops.assign({ error: { code: c.code, message: c.message } });
+      ops.emit({ type: 'fail', ...c });
+    },
+  },
+  emitModelNext: { emit: () => MODEL_NEXT },
+  emitModelCall: { emit: () => MODEL_CALL },
+  emitDispatch: { emit: () => TOOLS_DISPATCH },
+  emitNudge: { emit: ({ event }: Args) => ({ type: 'nudge' as const, freeText: !!event.freeText, ...(event.compat ? { compat: true } : {}) }) },
   /** The fallback's parts, then the model's state change (sent to itself, so an inspector sees it). */
-  completeWithFallback: enqueueActions(({ enqueue, event, self }: { enqueue: any; event: any; self: any }) => {
-    enqueue.emit({ type: 'fallback' });
-    enqueue.sendTo(self, { type: 'RESPOND', to: event.fallback });
-  }),
-  resetLoop: assign(() => ({ modelCalls: 0, rejections: 0, nudges: 0, error: null })),
-};
+  completeWithFallback: {
+    ops: ({ event }: Args, _params: unknown, ops: ActionOps) => {
+      ops.emit({ type: 'fallback' });
+      ops.send({ type: 'RESPOND', to: event.fallback });
+    },
+  },
+  resetLoop: { assign: () => ({ modelCalls: 0, rejections: 0, nudges: 0, error: null }) },
+} satisfies ActionSpecs<ActorLoopContext>;
+
+/** The same actions as XState implementations. */
+export const actorLoopActions = toXStateActions(actorLoopActionSpecs);
 
 /**
  * The loop's states; `exhaustedTarget` is where a blown budget goes. `announce` (embedded use)
@@ -228,7 +247,7 @@ export function createActorMachine(limits: Partial<typeof DEFAULT_LOOP_LIMITS> =
   return setup({
     types: { context: {} as ActorLoopContext, events: {} as ActorLoopEvent },
     guards: actorLoopGuards,
-    actions: actorLoopActions as any,
+    actions: actorLoopActions,
   }).createMachine({
     id: 'actor',
     context: initialLoopContext(limits),

@@ -13,11 +13,13 @@
  * machine is generated. No I/O here. The config is JSON-safe (named guards/actions with params)
  * so Stately can draw it.
  */
-import { assign, emit, enqueueActions, sendTo, setup } from 'xstate';
+import { setup } from 'xstate';
+import { compileMachine, CompiledRun } from './compiled-machine.js';
+import { toXStateActions, type ActionArgs, type ActionOps, type ActionSpecs } from './action-specs.js';
 import { DEFAULT_LIMITS } from '../limits.js';
 import type { TurnStateRegistryApi } from '../registries/types.js';
 import {
-  actorLoopActions,
+  actorLoopActionSpecs,
   actorLoopGuards,
   actorLoopStates,
   initialLoopContext,
@@ -93,6 +95,78 @@ export interface SessionMachineInput {
 function changeOf(event: SessionMachineEvent): ResponseSummary['change'] {
   return event.type === 'MODEL_DONE' && event.next === undefined ? event.change : undefined;
 }
+
+type Args = ActionArgs<SessionContext>;
+
+/** The session's actions as specs (action-specs.ts): XState runs them, and so does the compiled machine. */
+export const sessionActionSpecs = {
+  ...actorLoopActionSpecs,
+  startTurn: {
+    assign: ({ context, event }: Args) => ({
+      turnId: event.type === 'START' ? event.turnId : context.turnId,
+      actor: context.entryActor,
+      handoffs: 0,
+      passTo: null,
+      error: null,
+      modelCalls: 0,
+      rejections: 0,
+      nudges: 0,
+      ...(event.type === 'START' && event.limits ? event.limits : {}),
+    }),
+  },
+  rememberPassTo: {
+    assign: ({ event }: Args) => (event.type === 'RESPOND' ? { passTo: event.passTo ?? null, passLimits: event.limits ?? null } : { passTo: null, passLimits: null }),
+  },
+  requestChange: {
+    ops: ({ event }: Args, _params: unknown, ops: ActionOps) => {
+      const c = changeOf(event as SessionMachineEvent)!;
+      ops.send({ type: 'RESPOND', to: c.to, ...(c.passTo ? { passTo: c.passTo } : {}), ...(c.limits ? { limits: c.limits } : {}) });
+    },
+  },
+  handOff: {
+    ops: ({ context }: Args, _params: unknown, ops: ActionOps) => {
+      ops.emit({ type: 'actor.passed', from: context.actor ?? context.entryActor, to: context.passTo! } as SessionEffect);
+      ops.assign({ actor: context.passTo, handoffs: context.handoffs + 1, passTo: null, passLimits: null, ...(context.passLimits ?? {}) });
+    },
+  },
+  setError: {
+    ops: (_: Args, params: { code: string; message: string }, ops: ActionOps) => {
+      ops.assign({ error: { code: params.code, message: params.message } });
+      ops.emit({ type: 'fail', code: params.code, message: params.message });
+    },
+  },
+  failWith: {
+    ops: ({ event }: Args, _params: unknown, ops: ActionOps) => {
+      if (event.type !== 'FAIL') return;
+      ops.assign({ error: { code: event.code, message: event.message } });
+      const { type: _type, ...fx } = event;
+      ops.emit({ type: 'fail', ...fx });
+    },
+  },
+  failUnknownState: {
+    ops: ({ event }: Args, _params: unknown, ops: ActionOps) => {
+      const to = changeOf(event)?.to;
+      const error = { code: 'turn.state_not_in_machine', message: `this session's machine has no "${to}" state (was it registered after the session was created?)` };
+      ops.assign({ error });
+      ops.emit({ type: 'fail', ...error });
+    },
+  },
+  /** Publishes a change of turn state; `actor` is the acting actor at that moment. */
+  announce: {
+    emit: ({ context }: Args, params: { from: string; to: string }) => ({ type: 'state.changed' as const, from: params.from, to: params.to, actor: context.actor ?? context.entryActor }),
+  },
+  recordHalt: { assign: (_: Args, params: Halt) => ({ halt: params }) },
+  emitHalt: { emit: (_: Args, params: Halt) => params },
+  /** Recovery: the effect of where the turn rests, asked for again. */
+  replayHalt: { emit: ({ context }: Args) => context.halt ?? { type: 'hold', state: 'idle' } },
+  emitJoin: { emit: () => JOIN_EFFECT },
+  recordSettled: { assign: (_: Args, params: { state: string }) => ({ lastSettled: params.state, turnId: null, halt: null }) },
+} satisfies ActionSpecs<SessionContext>;
+
+const JOIN_EFFECT = Object.freeze({ type: 'join' as const });
+
+/** The same actions as XState implementations. */
+const sessionActions = toXStateActions(sessionActionSpecs);
 
 /** Node names the machine reserves; a consumer turn state cannot use them. */
 export const RESERVED_NODE_NAMES = ['idle', 'turn'] as const;
@@ -199,69 +273,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       noPending: ({ event }) => event.type === 'JOIN' && !event.pending,
       halted: ({ context }) => !!context.halt,
     },
-    actions: {
-      ...(actorLoopActions as any),
-      startTurn: assign(({ context, event }) => ({
-        turnId: event.type === 'START' ? event.turnId : context.turnId,
-        actor: context.entryActor,
-        handoffs: 0,
-        passTo: null,
-        error: null,
-        modelCalls: 0,
-        rejections: 0,
-        nudges: 0,
-        ...(event.type === 'START' && event.limits ? event.limits : {}),
-      })),
-      rememberPassTo: assign(({ event }) =>
-        event.type === 'RESPOND' ? { passTo: event.passTo ?? null, passLimits: event.limits ?? null } : { passTo: null, passLimits: null },
-      ),
-      requestChange: sendTo(
-        ({ self }) => self,
-        ({ event }) => {
-          const c = changeOf(event as SessionMachineEvent)!;
-          return { type: 'RESPOND', to: c.to, ...(c.passTo ? { passTo: c.passTo } : {}), ...(c.limits ? { limits: c.limits } : {}) };
-        },
-      ) as any,
-      handOff: enqueueActions(({ context, enqueue }) => {
-        enqueue.emit({ type: 'actor.passed', from: context.actor ?? context.entryActor, to: context.passTo! } as any);
-        enqueue.assign({
-          actor: context.passTo,
-          handoffs: context.handoffs + 1,
-          passTo: null,
-          passLimits: null,
-          ...(context.passLimits ?? {}),
-        });
-      }),
-      setError: enqueueActions(({ enqueue }, params: { code: string; message: string }) => {
-        enqueue.assign({ error: { code: params.code, message: params.message } });
-        enqueue.emit({ type: 'fail', code: params.code, message: params.message } as any);
-      }),
-      failWith: enqueueActions(({ event, enqueue }) => {
-        if (event.type !== 'FAIL') return;
-        enqueue.assign({ error: { code: event.code, message: event.message } });
-        const { type: _type, ...fx } = event;
-        enqueue.emit({ type: 'fail', ...fx } as any);
-      }),
-      failUnknownState: enqueueActions(({ event, enqueue }) => {
-        const to = changeOf(event)?.to;
-        const error = { code: 'turn.state_not_in_machine', message: `this session's machine has no "${to}" state (was it registered after the session was created?)` };
-        enqueue.assign({ error });
-        enqueue.emit({ type: 'fail', ...error } as any);
-      }),
-      /** Publishes a change of turn state; `actor` is the acting actor at that moment. */
-      announce: emit(({ context }, params: { from: string; to: string }) => ({
-        type: 'state.changed' as const,
-        from: params.from,
-        to: params.to,
-        actor: context.actor ?? context.entryActor,
-      })),
-      recordHalt: assign((_, params: Halt) => ({ halt: params })),
-      emitHalt: emit((_, params: Halt) => params as any),
-      /** Recovery: the effect of where the turn rests, asked for again. */
-      replayHalt: emit(({ context }) => (context.halt ?? { type: 'hold', state: 'idle' }) as any),
-      emitJoin: emit({ type: 'join' } as const),
-      recordSettled: assign((_, params: { state: string }) => ({ lastSettled: params.state, turnId: null, halt: null })),
-    },
+    actions: sessionActions,
   }).createMachine({
     id: 'session',
     context: ({ input }) => ({
@@ -292,3 +304,12 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
 }
 
 export type SessionMachine = ReturnType<typeof createSessionMachine>;
+
+/**
+ * A session's machine run compiled (compiled-machine.ts) from `snapshot` (a persisted snapshot,
+ * XState's shape); null when this machine does not compile and must run on an XState actor.
+ */
+export function compiledSessionRun(machine: SessionMachine, snapshot: unknown): CompiledRun | null {
+  const compiled = compileMachine(machine, sessionActionSpecs);
+  return compiled ? new CompiledRun(compiled, snapshot as { value: unknown; context: Record<string, unknown> }) : null;
+}

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { createRegistries } from '../../src/create-registries.js';
-import { createSessionMachine, type SessionEffect } from '../../src/machines/session.machine.js';
+import { compiledSessionRun, createSessionMachine, type SessionEffect } from '../../src/machines/session.machine.js';
 import { MACHINE_INPUT, labelOf, loopKey, registerConsumerStates, shortKey, subOf } from './graph-fixtures.js';
 
 const registries = createRegistries();
@@ -156,15 +156,26 @@ const simple = getSimplePaths(machine, {
 
 const label = (e: Ev) => e.type + ('next' in e && e.next ? `:${e.next}` : 'to' in e ? `:${e.to}` : 'stopReason' in e ? `:${e.stopReason}` : 'pending' in e ? `:${e.pending}` : '');
 
-/** Replays a path on a live actor; returns, per step, what was emitted and what the oracle expects. */
-function replay(steps: readonly { event: Ev }[]): { step: string; got: Fx[]; want: Fx[] }[] {
+/**
+ * Replays a path on a live XState actor, or on the compiled run sessions use (compiled-machine.ts);
+ * returns, per step, what was emitted and what the oracle expects.
+ */
+function replay(steps: readonly { event: Ev }[], engine: 'actor' | 'compiled' = 'actor'): { step: string; got: Fx[]; want: Fx[] }[] {
   const actor = createActor(machine, { input: MACHINE_INPUT });
   let emitted: Fx[] = [];
   actor.on('*', (e) => emitted.push(brief(e as SessionEffect)));
   actor.start();
+  const run = engine === 'compiled' ? compiledSessionRun(machine, actor.getPersistedSnapshot())! : null;
   const rows: { step: string; got: Fx[]; want: Fx[] }[] = [];
   for (const { event } of steps) {
     if (event.type === ('xstate.init' as string)) continue;
+    if (run) {
+      const want = expected({ value: run.value, context: run.ctx } as unknown as Snap, event);
+      const out: SessionEffect[] = [];
+      run.handle(event, out);
+      rows.push({ step: label(event), got: out.map(brief), want });
+      continue;
+    }
     const want = expected(actor.getSnapshot(), event);
     emitted = [];
     actor.send(event);
@@ -182,14 +193,18 @@ describe('session machine: the effects of every generated path', () => {
     expect(simple.length).toBeGreaterThan(100);
   });
 
-  for (const [name, paths] of [
-    ['shortest', shortest],
-    ['simple', simple],
+  for (const [name, paths, engine] of [
+    ['shortest', shortest, 'actor'],
+    ['simple', simple, 'actor'],
+    ['shortest', shortest, 'compiled'],
+    ['simple', simple, 'compiled'],
   ] as const) {
-    it(`effects:paths:${name} — for each ${name} path, every step emits exactly the effects the registry's metadata calls for, in order`, () => {
+    const tag = engine === 'actor' ? name : `${name}:compiled`;
+    const on = engine === 'actor' ? 'on an XState actor' : 'on the compiled run sessions use';
+    it(`effects:paths:${tag} — for each ${name} path ${on}, every step emits exactly the effects the registry's metadata calls for, in order`, () => {
       let steps = 0;
       for (const path of paths) {
-        const rows = replay(path.steps as any);
+        const rows = replay(path.steps as any, engine);
         steps += rows.length;
         for (let i = 0; i < rows.length; i++) {
           const r = rows[i]!;
