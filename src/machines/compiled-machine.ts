@@ -18,8 +18,9 @@
  * invocations, delayed transitions, wildcard events, re-entering transitions, several targets,
  * an action without a spec, a guard without an implementation) does not compile
  * (`compileMachine` returns null) and its sessions run on an XState actor. An inspected session
- * always runs on an actor. test/machines/compiled.test.ts drives both over every generated path
- * and compares state, context and effects after each step.
+ * always runs on an actor. test/machines/compiled.test.ts drives both in lock step over seeded
+ * walks of every event kind and compares state, context, effects and `can()` after each event;
+ * test/machines/effects.test.ts checks every generated path's effects on both.
  */
 import type { AnyStateMachine } from 'xstate';
 import type { ActionOps, ActionSpecs } from './action-specs.js';
