@@ -41,6 +41,31 @@ export function stopSignal(ctx: DispatchContext): AbortSignal | undefined {
  */
 export function handlerContext(ctx: DispatchContext, signal: AbortSignal): ToolContext {
   const c: ToolContext = { actorName: ctx.actorName, sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, signal };
+  return withOptionalFields(c, ctx);
+}
+
+/**
+ * The handler's context for a call nothing cancels or interrupts (a direct router call given
+ * neither signal): its `signal` never aborts and is made only when the handler reads it (an
+ * AbortController costs about as much as the rest of a routed call). An own property, so a
+ * handler that spreads its context passes the signal on.
+ */
+export function unsignalledContext(ctx: DispatchContext): ToolContext {
+  let signal: AbortSignal | undefined;
+  const c: ToolContext = {
+    actorName: ctx.actorName,
+    sessionId: ctx.sessionId,
+    turnId: ctx.turnId,
+    callId: ctx.callId,
+    get signal() {
+      return (signal ??= new AbortController().signal);
+    },
+  };
+  return withOptionalFields(c, ctx);
+}
+
+/** The optional fields of `ctx` that are set, copied onto `c`. */
+function withOptionalFields(c: ToolContext, ctx: DispatchContext): ToolContext {
   if (ctx.userId !== undefined) c.userId = ctx.userId;
   if (ctx.personId !== undefined) c.personId = ctx.personId;
   if (ctx.tenantId !== undefined) c.tenantId = ctx.tenantId;

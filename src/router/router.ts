@@ -18,7 +18,7 @@ import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
 import type { AnnotatedRecord } from './annotated.js';
 import { attemptRecord, errorMessage, settleAttempt, type Attempt } from './attempt.js';
 import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
-import { handlerContext, stopSignal, type DispatchContext } from './dispatch-context.js';
+import { handlerContext, stopSignal, unsignalledContext, type DispatchContext } from './dispatch-context.js';
 import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute } from './filter-distribute.js';
 
@@ -260,7 +260,7 @@ export class EventRouter {
     const cancel = ctx.signal;
     const stop = stopSignal(ctx);
     // A cancel signal alone: the caller's context is the handler's as it is.
-    const handlerCtx = stop === cancel && cancel !== undefined ? (ctx as ToolContext) : handlerContext(ctx, stop ?? new AbortController().signal);
+    const handlerCtx = stop === undefined ? unsignalledContext(ctx) : stop === cancel ? (ctx as ToolContext) : handlerContext(ctx, stop);
 
     let a: Attempt;
     const executions: ExecutionRecord[] = [];

@@ -338,6 +338,28 @@ describe('EventRouter.dispatchTool', () => {
     expect(await q).toMatchObject({ isError: false, llmContent: '{"booked":true}', execution: { outcome: 'ok' } });
   });
 
+  it('router:cancel:none — a call given neither a cancel signal nor an interrupt hands its handler a signal that never aborts, the same object on every read, kept by a spread of the context', async () => {
+    const router = new EventRouter();
+    const reads: { same: boolean; aborted: boolean; spread: AbortSignal; keys: string[] }[] = [];
+    const plain = makeTool({
+      name: 'plain',
+      scope: 'generalist',
+      handler: (_args: unknown, c: { signal: AbortSignal }) => {
+        const copy = { ...c };
+        reads.push({ same: c.signal === c.signal, aborted: c.signal.aborted, spread: copy.signal, keys: Object.keys(c) });
+        expect(copy.signal).toBe(c.signal);
+        return { ok: true };
+      },
+    });
+    const out = await router.dispatchTool(plain, {}, ctx({ signal: undefined, interrupt: undefined, userId: 'u1' }));
+    expect(out).toMatchObject({ isError: false, execution: { outcome: 'ok' } });
+    expect(reads).toHaveLength(1);
+    expect(reads[0]!.same).toBe(true);
+    expect(reads[0]!.aborted).toBe(false);
+    expect(reads[0]!.spread).toBeInstanceOf(AbortSignal);
+    expect(reads[0]!.keys).toEqual(expect.arrayContaining(['actorName', 'sessionId', 'turnId', 'callId', 'signal', 'userId']));
+  });
+
   it('router:cancel:both — given a cancel signal and an interrupt, the handler\'s signal aborts on either, and only the cancel stops the wait', async () => {
     const router = new EventRouter();
     let finish!: () => void;
