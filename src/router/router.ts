@@ -263,7 +263,9 @@ export class EventRouter {
     const handlerCtx = stop === undefined ? unsignalledContext(ctx) : stop === cancel ? (ctx as ToolContext) : handlerContext(ctx, stop);
 
     let a: Attempt;
-    const executions: ExecutionRecord[] = [];
+    // Every attempt's record; the array is made at the end for the usual single attempt.
+    let last: ExecutionRecord | undefined;
+    let executions: ExecutionRecord[] | undefined;
     for (let n = 1; ; n++) {
       // The run is inline (not a helper of its own) so that a call costs one await, not two.
       const startedAt = this.now();
@@ -307,12 +309,14 @@ export class EventRouter {
       if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
       const execution = attemptRecord(tool, args, ctx, a, n, this.maxResultChars);
       this.append(execution);
-      executions.push(execution);
+      if (last !== undefined) (executions ??= [last]).push(execution);
+      last = execution;
       if (!a.retryable || n >= attempts || !(await backoff(retry!, n, stop))) break;
     }
 
     const isError = a.error !== undefined;
-    const execution = executions[executions.length - 1]!;
+    const execution = last!;
+    executions ??= [execution];
     if (routed) {
       if (this.subject.observed) {
         this.routeEvent(`actor:${ctx.actorName}`, TOOL_RESULT + tool.name, { callId: ctx.callId, isError, result: isError ? a.error : a.llmView }, {
