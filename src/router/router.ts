@@ -234,40 +234,108 @@ export class EventRouter {
    * again per its `retry` policy; every attempt is logged. `ctx.signal` cancels the call (not
    * awaited further), `ctx.interrupt` asks it to stop (awaited: see DispatchContext).
    */
-  async dispatchTool(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
+  dispatchTool(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
     const routed = tool.routing === 'routed';
-    const isPrivate = tool.scope === 'specialist';
     let handler = tool.handler;
     let call: RoutedCall | undefined;
     if (routed) {
       if (this.subject.observed) {
         this.routeEvent(`actor:${ctx.actorName}`, TOOL_CALL + tool.name, args, {
           sessionId: ctx.sessionId,
-          private: isPrivate,
+          private: tool.scope === 'specialist',
           turnId: ctx.turnId,
           callId: ctx.callId,
         });
       }
       if (this.calls.observed || this.results.observed) {
-        call = { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: isPrivate };
+        call = { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: tool.scope === 'specialist' };
         if (this.calls.observed) this.calls.next(call);
       }
       handler = this.handlers.get(tool.name) ?? handler;
     }
+    const stop = stopSignal(ctx);
+    // A cancel signal alone: the caller's context is the handler's as it is.
+    const handlerCtx = stop === undefined ? unsignalledContext(ctx) : stop === ctx.signal ? (ctx as ToolContext) : handlerContext(ctx, stop);
+    const limited = routed && (tool.timeoutMs !== undefined || (tool.retry?.attempts ?? 1) > 1);
+    if (limited || stop?.aborted) return this.attempts(tool, args, ctx, call, handler, handlerCtx, stop);
+
+    // One attempt without a time limit: a handler that answers at once settles the call with no
+    // await (no async frame, one resolved promise); one that returns a promise is awaited.
+    const startedAt = this.now();
+    const t0 = performance.now();
+    let result: unknown;
+    try {
+      result = handler(args, handlerCtx);
+    } catch (e) {
+      const [error, outcome] = failure(tool, e, stop);
+      return Promise.resolve(this.settle(tool, args, ctx, call, undefined, error, outcome, startedAt, t0));
+    }
+    if (!isThenable(result)) return Promise.resolve(this.settle(tool, args, ctx, call, result, undefined, 'ok', startedAt, t0));
+    return this.awaitOne(tool, args, ctx, call, result, stop, startedAt, t0);
+  }
+
+  /** The one attempt's pending result, raced against the cancel signal (never the interrupt). */
+  private async awaitOne(
+    tool: RegisteredTool,
+    args: unknown,
+    ctx: DispatchContext,
+    call: RoutedCall | undefined,
+    pending: PromiseLike<unknown>,
+    stop: AbortSignal | undefined,
+    startedAt: number,
+    t0: number,
+  ): Promise<ToolDispatch> {
+    const cancel = ctx.signal;
+    try {
+      const result = await (cancel === undefined ? pending : raceAbort(pending, cancel, undefined));
+      return this.settle(tool, args, ctx, call, result, undefined, 'ok', startedAt, t0);
+    } catch (e) {
+      const [error, outcome] = failure(tool, e, stop);
+      return this.settle(tool, args, ctx, call, undefined, error, outcome, startedAt, t0);
+    }
+  }
+
+  /** A single attempt's outcome: logged, published, returned. */
+  private settle(
+    tool: RegisteredTool,
+    args: unknown,
+    ctx: DispatchContext,
+    call: RoutedCall | undefined,
+    result: unknown,
+    error: string | undefined,
+    outcome: ExecutionOutcome,
+    startedAt: number,
+    t0: number,
+  ): ToolDispatch {
+    const a = settleAttempt(this.filterAndDistribute, tool, ctx, result, error, outcome, outcome === 'error', startedAt, t0);
+    const execution = attemptRecord(tool, args, ctx, a, 1, this.maxResultChars);
+    this.append(execution);
+    return this.complete(tool, ctx, call, a, [execution]);
+  }
+
+  /**
+   * A call under the tool's `timeoutMs` or `retry` policy (or cancelled before it ran): each
+   * attempt runs under its deadline; a failed or timed-out attempt of an idempotent tool is tried
+   * again after its backoff; every attempt is logged.
+   */
+  private async attempts(
+    tool: RegisteredTool,
+    args: unknown,
+    ctx: DispatchContext,
+    call: RoutedCall | undefined,
+    handler: RegisteredTool['handler'],
+    handlerCtx: ToolContext,
+    stop: AbortSignal | undefined,
+  ): Promise<ToolDispatch> {
+    const routed = tool.routing === 'routed';
     const timeoutMs = routed ? tool.timeoutMs : undefined;
     const retry = routed ? tool.retry : undefined;
     const attempts = retry?.attempts ?? 1;
     const cancel = ctx.signal;
-    const stop = stopSignal(ctx);
-    // A cancel signal alone: the caller's context is the handler's as it is.
-    const handlerCtx = stop === undefined ? unsignalledContext(ctx) : stop === cancel ? (ctx as ToolContext) : handlerContext(ctx, stop);
-
     let a: Attempt;
-    // Every attempt's record; the array is made at the end for the usual single attempt.
-    let last: ExecutionRecord | undefined;
-    let executions: ExecutionRecord[] | undefined;
+    const executions: ExecutionRecord[] = [];
     for (let n = 1; ; n++) {
-      // The run is inline (not a helper of its own) so that a call costs one await, not two.
+      // The run is inline (not a helper of its own) so that an attempt costs one await, not two.
       const startedAt = this.now();
       const t0 = performance.now();
       let result: unknown;
@@ -293,13 +361,9 @@ export class EventRouter {
             error = `tool "${tool.name}" timed out after ${timeoutMs} ms`;
             outcome = 'timeout';
             retryable = true;
-          } else if (e instanceof Cancelled || stop?.aborted) {
-            error = `tool "${tool.name}" was cancelled`;
-            outcome = 'cancelled';
           } else {
-            error = `tool "${tool.name}" failed: ${errorMessage(e)}`;
-            outcome = 'error';
-            retryable = true;
+            [error, outcome] = failure(tool, e, stop);
+            retryable = outcome === 'error';
           }
         } finally {
           deadline?.clear();
@@ -309,19 +373,21 @@ export class EventRouter {
       if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;
       const execution = attemptRecord(tool, args, ctx, a, n, this.maxResultChars);
       this.append(execution);
-      if (last !== undefined) (executions ??= [last]).push(execution);
-      last = execution;
+      executions.push(execution);
       if (!a.retryable || n >= attempts || !(await backoff(retry!, n, stop))) break;
     }
+    return this.complete(tool, ctx, call, a, executions);
+  }
 
+  /** The call is over: its result event and stream entry (when observed), and what the caller gets. */
+  private complete(tool: RegisteredTool, ctx: DispatchContext, call: RoutedCall | undefined, a: Attempt, executions: ExecutionRecord[]): ToolDispatch {
     const isError = a.error !== undefined;
-    const execution = last!;
-    executions ??= [execution];
-    if (routed) {
+    const execution = executions[executions.length - 1]!;
+    if (tool.routing === 'routed') {
       if (this.subject.observed) {
         this.routeEvent(`actor:${ctx.actorName}`, TOOL_RESULT + tool.name, { callId: ctx.callId, isError, result: isError ? a.error : a.llmView }, {
           sessionId: ctx.sessionId,
-          private: isPrivate,
+          private: tool.scope === 'specialist',
           turnId: ctx.turnId,
           callId: ctx.callId,
         });
@@ -372,6 +438,12 @@ export class EventRouter {
       // onError is the last resort; a throw here has nowhere else to go.
     }
   }
+}
+
+/** What a handler's throw or rejection means: cancelled (by the cancel signal or the interrupt), or failed. */
+function failure(tool: RegisteredTool, e: unknown, stop: AbortSignal | undefined): [string, ExecutionOutcome] {
+  if (e instanceof Cancelled || stop?.aborted) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
+  return [`tool "${tool.name}" failed: ${errorMessage(e)}`, 'error'];
 }
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
