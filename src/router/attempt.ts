@@ -2,7 +2,7 @@
  * What one attempt of a tool call becomes once its handler has answered (or not): the views per
  * destination, the output check, the model's text, and the attempt's ExecutionRecord. Nothing
  * here throws: a malformed result, a failing validator or an unserialisable value is an error
- * result. The handler's run itself stays inline in `EventRouter.dispatchTool` (one await a call).
+ * result. The handler's run itself stays in `EventRouter` (no await for a handler that answers at once).
  */
 import type { RegisteredTool } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord } from '../types.js';
