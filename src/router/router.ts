@@ -235,6 +235,15 @@ export class EventRouter {
    * awaited further), `ctx.interrupt` asks it to stop (awaited: see DispatchContext).
    */
   dispatchTool(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
+    try {
+      return this.dispatch(tool, args, ctx);
+    } catch (e) {
+      // Not async (a handler that answers at once costs no async frame), yet a promise whatever happens.
+      return Promise.reject(e);
+    }
+  }
+
+  private dispatch(tool: RegisteredTool, args: unknown, ctx: DispatchContext): Promise<ToolDispatch> {
     const routed = tool.routing === 'routed';
     let handler = tool.handler;
     let call: RoutedCall | undefined;

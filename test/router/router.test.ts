@@ -360,6 +360,22 @@ describe('EventRouter.dispatchTool', () => {
     expect(reads[0]!.keys).toEqual(expect.arrayContaining(['actorName', 'sessionId', 'turnId', 'callId', 'signal', 'userId']));
   });
 
+  it('router:dispatch:always-a-promise — dispatchTool answers with a promise even when it cannot start (a context whose interrupt is not an AbortSignal rejects; it does not throw at the caller)', async () => {
+    const router = new EventRouter();
+    const plain = makeTool({ name: 'plain2', scope: 'generalist', handler: () => ({ ok: true }) });
+    let p: Promise<unknown> | undefined;
+    expect(() => {
+      p = router.dispatchTool(plain, {}, ctx({ interrupt: {} as AbortSignal }));
+    }).not.toThrow();
+    expect(p).toBeInstanceOf(Promise);
+    await expect(p).rejects.toThrow(TypeError);
+    // A handler that answers at once still resolves through a promise, never synchronously.
+    let resolved = false;
+    const q = router.dispatchTool(plain, {}, ctx()).then((d) => ((resolved = true), d));
+    expect(resolved).toBe(false);
+    expect(await q).toMatchObject({ isError: false, execution: { outcome: 'ok' } });
+  });
+
   it('router:cancel:both — given a cancel signal and an interrupt, the handler\'s signal aborts on either, and only the cancel stops the wait', async () => {
     const router = new EventRouter();
     let finish!: () => void;
