@@ -93,7 +93,7 @@ export class EffectLoop {
   private execute(t: ActiveTurn, fx: SessionEffect): number | Promise<number> {
     switch (fx.type) {
       case 'state.changed':
-        this.out.push(this.host.journal.event(t.turnId, { type: 'turnState.changed', from: fx.from, to: fx.to, actor: fx.actor }));
+        this.out.push(this.host.journal.stateChanged(t.turnId, fx.from, fx.to, fx.actor));
         this.changed = true;
         return GO_ON;
       case 'actor.passed': {
@@ -109,7 +109,7 @@ export class EffectLoop {
         if (fx.userText) {
           const part: Part = { text: fx.userText, metadata: { partType: 'error', code: fx.code } };
           t.parts.push(part);
-          this.out.push(this.host.journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor: this.host.machine.actingActor() }));
+          this.out.push(this.host.journal.partReceived(t.turnId, `${t.turnId}:runtime`, 0, part, 'error', this.host.machine.actingActor()));
         }
         return GO_ON;
       }

@@ -12,6 +12,7 @@
  * - `adopt` moves an idle session to a regenerated machine (a turn state registered later).
  */
 import { createActor, type Actor } from 'xstate';
+import { sessionMachineLimits, type RuntimeLimits } from '../limits.js';
 import type { CompiledRun } from '../machines/compiled-machine.js';
 import {
   compiledSessionRun,
@@ -37,13 +38,12 @@ export class LiveMachine {
   /** The last persisted snapshot and the live snapshot it was taken from (a commit and the sleep after it share one). */
   private persistedOf: unknown = null;
   private persistedSnap: unknown = null;
-  private readonly onEffect = (e: SessionEffect) => {
-    this.effects.push(e);
-  };
 
   constructor(
     private machine: SessionMachine,
-    private readonly input: () => SessionMachineInput,
+    /** The machine's input (computed when XState needs it: an idle live session keeps no copy). */
+    private readonly entryActor: string,
+    private readonly limits: RuntimeLimits,
     snapshot: unknown,
     private readonly inspect: ((event: unknown) => void) | { next?: (event: unknown) => void } | undefined,
   ) {
@@ -52,6 +52,10 @@ export class LiveMachine {
     // An idle session sleeps from the start (no live actor: an idle session costs little).
     if (snapshot && !inspect && isIdleSnapshot(snapshot)) this.dormant = snapshot;
     else this.wake(snapshot);
+  }
+
+  private input(): SessionMachineInput {
+    return { entryActor: this.entryActor, ...sessionMachineLimits(this.limits) };
   }
 
   /** The machine's initial snapshot for this session's input (computed by XState). */
@@ -69,7 +73,8 @@ export class LiveMachine {
       ...(snapshot ? { snapshot: snapshot as any } : {}),
       ...(this.inspect ? { inspect: this.inspect as any } : {}),
     });
-    a.on('*', this.onEffect as any);
+    const effects = this.effects;
+    a.on('*', ((e: SessionEffect) => effects.push(e)) as any);
     a.start();
     this.live = a;
     this.dormant = null;

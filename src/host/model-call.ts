@@ -22,7 +22,7 @@ import { RESPOND_TOOL_NAME, isCompatTool, type RespondResult } from '../respond/
 import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
-import type { ContentBlock, MailboxEntry, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
+import type { ContentBlock, MailboxEntry, ModelStopReason, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
 import { sessionOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
 import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
@@ -72,7 +72,7 @@ export function partEvents(core: HostCore, t: ActiveTurn, actor: string, result:
   for (let i = 0; i < call.parts.length; i++) {
     const part = call.parts[i]!;
     t.parts.push(part);
-    events.push(core.journal.event(t.turnId, { type: 'part.received', callId, index: i, part, turnState: call.turnState, actor }));
+    events.push(core.journal.partReceived(t.turnId, callId, i, part, call.turnState, actor));
   }
   return events;
 }
@@ -170,7 +170,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
             let n = 0;
             for (const p of t.parts) if (p.metadata.partType === 'reasoning-trace') n++;
             const callId = `${t.turnId}:thinking:${n}`;
-            await journal.commit({ events: [journal.event(t.turnId, { type: 'part.received', callId, index: 0, part, turnState: state, actor: actorName })] });
+            await journal.commit({ events: [journal.partReceived(t.turnId, callId, 0, part, state, actorName)] });
           } else if (b.type === 'text') freeText += b.text;
           break;
         }
@@ -228,7 +228,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   }
   // Calls that will become parts: the accepted ones.
   const events = retractions(order.accepted(), 'rejected');
-  events.push(journal.event(t.turnId, { type: 'model.usage', actor: actorName, usage, stopReason: stopReason as any }));
+  events.push(journal.modelUsage(t.turnId, actorName, usage, stopReason as ModelStopReason));
   const step: StepCommit = { events, mailbox: mailbox2 };
   const change: { callId: string; result: Accepted } | undefined = deferred ? { callId: deferred.block.id, result: deferred.result } : undefined;
   const applied = order.calls.length - rejected;
@@ -255,7 +255,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
 /** A progress call: its parts, then respond()'s own `turnState.changed` (the state it keeps). */
 async function publishProgress(core: HostCore, t: ActiveTurn, actor: string, result: Accepted, callId: string, state: string): Promise<void> {
   const events = partEvents(core, t, actor, result, callId);
-  events.push(core.journal.event(t.turnId, { type: 'turnState.changed', from: state, to: result.call.turnState, actor }));
+  events.push(core.journal.stateChanged(t.turnId, state, result.call.turnState, actor));
   await core.journal.commit({ events });
 }
 

@@ -14,9 +14,8 @@
 import type { Observable } from 'rxjs';
 import type { CreateSessionOptions, Injection, SendOptions, SessionHandle, SessionSnapshot, TurnOutcome, TurnRef } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import type { PersistedSession, QueuedEntry, SessionRecord } from '../machines/ports.js';
+import type { PersistedSession, QueuedEntry, SessionRecord, StepCommit } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
-import { sessionMachineLimits } from '../limits.js';
 import type { AnswerResult, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
 import { applyResolution, resolveApproval } from './approval-answers.js';
 import type { HostDeps } from './core.js';
@@ -44,7 +43,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   closed = false;
   lastActive: number;
   readonly queue: MessageQueue;
-  private idleWaiters: (() => void)[] = [];
+  private idleWaiters: (() => void)[] | null = null;
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
   /** The last turn's tool controller, reused by the next turn while it is clean. */
@@ -56,11 +55,11 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.id = record.id;
     this.record = record;
     this.queue = new MessageQueue(record.id, deps.limits.maxQueuedMessages);
-    this.journal = new Journal(record.id, deps.store, deps.clock, lastSeq, () => this.persisted(), lastSeq === 0 && !persisted, (step) => this.queue.stage(step), deps.historyCache);
+    this.journal = new Journal(record.id, deps.store, deps.clock, lastSeq, this, lastSeq === 0 && !persisted, deps.historyCache);
     // A new session starts from the machine's cached initial snapshot (restoring is ~3x cheaper
     // than computing the initial state); only the entry actor differs.
     const snapshot = persisted ? persisted.machine : deps.initialSnapshot?.(record.actor);
-    this.machine = new LiveMachine(deps.machine(), () => ({ entryActor: record.actor, ...sessionMachineLimits(deps.limits) }), snapshot, deps.inspect);
+    this.machine = new LiveMachine(deps.machine(), record.actor, deps.limits, snapshot, deps.inspect);
     this.lastActive = deps.clock.now();
   }
 
@@ -94,7 +93,11 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return this.abortCtl;
   }
 
-  private persisted(): PersistedSession {
+  /* For the journal (JournalOwner): what else rides every commit (the queue's changes), and the control state. */
+  stageCommit(step: StepCommit): void {
+    this.queue.stage(step);
+  }
+  persistedSession(): PersistedSession {
     const t = this.turn;
     // Queued messages are journaled records of their own (queue.ts), not part of the snapshot.
     const host: HostState = {};
@@ -119,10 +122,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
   /** Between turns the session sleeps: only its snapshot and the store remain. */
   private sleep(): void {
     if (this.busy || this.closed) return;
-    if (this.machine.sleep()) {
-      this.abortCtl = null;
-      this.journal.forget();
-    }
+    // An idle session keeps no controllers (~200 B each with their signals); a turn makes new ones.
+    this.abortCtl = this.toolCtl = null;
+    if (this.machine.sleep()) this.journal.forget();
   }
 
   /* ------------------------------------------------------------ SessionHandle */
@@ -145,7 +147,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
 
   idle(): Promise<void> {
     if (!this.busy) return Promise.resolve();
-    return new Promise((res) => this.idleWaiters.push(res));
+    return new Promise((res) => (this.idleWaiters ??= []).push(res));
   }
 
   async send(message: InboundMessage | string, opts: SendOptions = {}): Promise<TurnRef> {
@@ -178,7 +180,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.machine.send(entry ? { type: 'START', turnId, limits: boundsOf(this, entry) } : { type: 'START', turnId });
     const r = this.journal.commit(
       {
-        events: [this.journal.event(turnId, { type: 'turn.started', actor: this.record.actor, input })],
+        events: [this.journal.turnStarted(turnId, this.record.actor, input)],
         mailbox: [userEntry(turnId, this.deps.clock.iso(), input)],
       },
       true,
@@ -240,8 +242,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
   released(): void {
     if (this.busy) return;
     const w = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const f of w) f();
+    this.idleWaiters = null;
+    if (w) for (const f of w) f();
     this.deps.onActivity(this);
     this.sleep();
   }
@@ -288,8 +290,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     if (t) t.resolve({ turnId: t.turnId, finalizedBy: this.turnState(), stop: 'interrupted', parts: t.parts.slice(), usage: t.usage, error });
     for (const q of this.queue) q.resolve({ turnId: q.turnId, finalizedBy: 'idle', stop: 'interrupted', parts: [], usage: ZERO, error });
     const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const f of waiters) f();
+    this.idleWaiters = null;
+    if (waiters) for (const f of waiters) f();
   }
 }
 

@@ -41,8 +41,8 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
         t.usage = addUsage(t.usage, r.usage);
         t.parts.push(llmContext);
         // The translation is a model call of the turn: turn.settled.usage stays the sum of model.usage.
-        events.push(journal.event(t.turnId, { type: 'model.usage', actor, usage: r.usage }));
-        events.push(journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:llm-context`, index: 0, part: llmContext, turnState: state, actor }));
+        events.push(journal.modelUsage(t.turnId, actor, r.usage));
+        events.push(journal.partReceived(t.turnId, `${t.turnId}:llm-context`, 0, llmContext, state, actor));
       } catch {
         // llm-context is an enrichment: a failed translation leaves it out, never fails the turn.
       }
@@ -57,7 +57,7 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
       finalizedBy: state,
       ...(llmContext ? { llmContext } : {}),
     });
-    events.push(journal.event(t.turnId, { type: 'envelope.settled', envelope }));
+    events.push(journal.envelopeSettled(t.turnId, envelope));
   }
   const ctxErr = core.machine.context().error;
   const error = t.error ?? (state === 'error' && ctxErr ? ctxErr : undefined);
@@ -65,12 +65,14 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
     // A budget or internal failure: the user still gets an error part.
     const part: Part = { text: GENERIC_ERROR_TEXT, metadata: { partType: 'error', ...(error ? { code: error.code } : {}) } };
     t.parts.push(part);
-    events.unshift(journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:runtime`, index: 0, part, turnState: 'error', actor }));
+    events.unshift(journal.partReceived(t.turnId, `${t.turnId}:runtime`, 0, part, 'error', actor));
   }
   const stop = t.stop ?? (state === 'error' && error ? 'error' : undefined);
   const compatFields = compatSettledFields(t, state);
   events.push(
-    journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}), ...compatFields }),
+    stop || error || t.compat
+      ? journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}), ...compatFields })
+      : journal.turnSettled(t.turnId, state, t.usage),
   );
   const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
   if (envelope) outcome.envelope = envelope;

@@ -35,7 +35,7 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
   for (const u of uses) {
     if (tools.client.has(u.name)) {
       t.pending.set(u.id, { callId: u.id, tool: u.name, args: u.input, kind: 'client' });
-      held.push(journal.event(t.turnId, { type: 'tool.called', callId: u.id, tool: u.name, args: u.input, actor: actorName, side: 'client' }));
+      held.push(journal.toolCalled(t.turnId, u.id, u.name, u.input, actorName, 'client'));
       continue;
     }
     const tool = tools.byName.get(u.name);
@@ -73,9 +73,9 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
       };
       t.parts.push(part);
       held.push(
-        journal.event(t.turnId, { type: 'tool.called', callId: u.id, tool: u.name, args: u.input, actor: actorName, side: 'server', scope: tool.scope, routing: tool.routing }),
+        journal.toolCalled(t.turnId, u.id, u.name, u.input, actorName, 'server', tool.scope, tool.routing),
         journal.event(t.turnId, { type: 'approval.requested', approvalId, callId: u.id, tool: u.name, args: u.input, actor: actorName, policyResult: policy }),
-        journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:${approvalId}`, index: 0, part, turnState: 'suspended', actor: actorName }),
+        journal.partReceived(t.turnId, `${t.turnId}:${approvalId}`, 0, part, 'suspended', actorName),
         ...surfaceEvents(core, t, actorName, { kind: approvalKind(u.name), data: part.data, callId: u.id }, 'suspended'),
       );
       continue;
@@ -152,7 +152,7 @@ export async function runTool(
   const { journal } = core;
   if (announce) {
     await journal.commit({
-      events: [journal.event(t.turnId, { type: 'tool.called', callId: u.id, tool: u.name, args: u.input, actor: actorName, side: 'server', scope: tool.scope, routing: tool.routing })],
+      events: [journal.toolCalled(t.turnId, u.id, u.name, u.input, actorName, 'server', tool.scope, tool.routing)],
       ...(approval ? { approvals: [approval] } : {}),
     });
   }
@@ -203,6 +203,6 @@ function surfaceEvents(core: HostCore, t: ActiveTurn, actorName: string, s: { ki
   for (const e of errors) process.emitWarning(e);
   return parts.map((part, index) => {
     t.parts.push(part);
-    return core.journal.event(t.turnId, { type: 'part.received', callId: `${t.turnId}:surface:${s.callId}`, index, part, turnState, actor: actorName });
+    return core.journal.partReceived(t.turnId, `${t.turnId}:surface:${s.callId}`, index, part, turnState, actorName);
   });
 }

@@ -37,14 +37,7 @@ export class OutcomeBatch {
 
   add(o: ToolOutcome): this {
     this.events.push(
-      this.journal.event(o.turnId, {
-        type: 'tool.result',
-        callId: o.callId,
-        tool: o.tool,
-        view: 'view' in o ? o.view : o.content,
-        isError: o.isError,
-        ...(o.denial ? { denial: o.denial } : {}),
-      }),
+      this.journal.toolResult(o.turnId, o.callId, o.tool, 'view' in o ? o.view : o.content, o.isError, o.denial),
     );
     this.mailbox.push({ kind: 'tool_result', turnId: o.turnId, at: this.at, actor: o.actor, callId: o.callId, tool: o.tool, content: o.content, isError: o.isError });
     return this;
