@@ -34,7 +34,9 @@ export interface JournalOwner {
 }
 
 export class Journal {
-  private readonly subject = new Subject<SessionEvent>();
+  /** Live subscribers' subject, made for the first one (most sessions are never followed). */
+  private live: Subject<SessionEvent> | null = null;
+  private completed = false;
   private commitChain: Promise<void> | null = null;
   private readonly groupCommit: GroupCommit | null;
   private mailboxCache: MailboxEntry[] | null = null;
@@ -71,7 +73,7 @@ export class Journal {
 
   /** Someone follows the live stream. */
   get observed(): boolean {
-    return this.subject.observed;
+    return this.live?.observed ?? false;
   }
 
   /** A session event of this session (its seq is stamped when it is committed). */
@@ -203,13 +205,23 @@ export class Journal {
   }
 
   private fanout(events: SessionEvent[] | undefined): void {
-    if (!events || !this.subject.observed) return;
-    for (const e of events) this.subject.next(e);
+    const live = this.live;
+    if (!events || !live?.observed) return;
+    for (const e of events) live.next(e);
   }
 
   /** No more events: live subscribers complete. */
   complete(): void {
-    this.subject.complete();
+    this.completed = true;
+    this.live?.complete();
+  }
+
+  private subject(): Subject<SessionEvent> {
+    if (!this.live) {
+      this.live = new Subject<SessionEvent>();
+      if (this.completed) this.live.complete();
+    }
+    return this.live;
   }
 
   /* ------------------------------------------------------------ reading */
@@ -234,7 +246,7 @@ export class Journal {
           sub.next(e);
         }
       };
-      const live = this.subject.subscribe({
+      const live = this.subject().subscribe({
         next: (e) => (replaying ? buffered.push(e) : deliver(e)),
         complete: () => sub.complete(),
       });
