@@ -46,7 +46,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   private idleWaiters: (() => void)[] | null = null;
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
-  /** The last turn's tool controller, reused by the next turn while it is clean. */
+  /** The last turn's tool controller, reused by a queued next turn while it is clean. */
   private toolCtl: AbortController | null = null;
   private readonly loop = new EffectLoop(this);
 
@@ -122,7 +122,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   /** Between turns the session sleeps: only its snapshot and the store remain. */
   private sleep(): void {
     if (this.busy || this.closed) return;
-    // An idle session keeps no controllers (~200 B each with their signals); a turn makes new ones.
+    // An idle session keeps no controllers (with their signals ~800 B); its next turn makes new ones.
     this.abortCtl = this.toolCtl = null;
     if (this.machine.sleep()) this.journal.forget();
   }
