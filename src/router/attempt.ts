@@ -8,7 +8,7 @@ import type { RegisteredTool } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord } from '../types.js';
 import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
 import type { DispatchContext } from './dispatch-context.js';
-import { buildExecutionRecord, toJsonText } from './execution-log.js';
+import { executionRecordOf, toJsonText } from './execution-log.js';
 import { filterView, type FilterAndDistribute } from './filter-distribute.js';
 
 /** One attempt's outcome, before it is logged. */
@@ -118,25 +118,8 @@ export function settleAttempt(
 /** One attempt's ExecutionRecord (its result JSON capped at `maxResultChars`). */
 export function attemptRecord(tool: RegisteredTool, args: unknown, ctx: DispatchContext, a: Attempt, attempt: number, maxResultChars: number): ExecutionRecord {
   const isError = a.error !== undefined;
-  return buildExecutionRecord({
-    sessionId: ctx.sessionId,
-    turnId: ctx.turnId,
-    actor: ctx.actorName,
-    tool: tool.name,
-    callId: ctx.callId,
-    args,
-    resultJson: isError ? (a.logJson ?? toJsonText({ error: a.error })) : (a.logJson ?? toJsonText(a.result)),
-    isError,
-    durationMs: a.durationMs,
-    startedAt: a.startedAt,
-    scope: tool.scope,
-    routing: tool.routing,
-    bypassReason: tool.bypassReason,
-    approvalId: ctx.approvalDecision?.approvalId,
-    maxResultChars,
-    attempt,
-    outcome: a.outcome,
-  });
+  const json = a.logJson ?? toJsonText(isError ? { error: a.error } : a.result);
+  return executionRecordOf(tool, ctx, args, json, isError, a.durationMs, a.startedAt, ctx.approvalDecision?.approvalId, maxResultChars, attempt, a.outcome);
 }
 
 /** A thrown value as message text. */

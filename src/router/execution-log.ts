@@ -81,27 +81,63 @@ export interface ExecutionInput {
 
 /** One ExecutionRecord with every spec 002 field, plus `attempt` and `outcome`; `bypassReason` iff routing is bypass. */
 export function buildExecutionRecord(input: ExecutionInput): ExecutionRecord {
-  const { result, resultTruncated } = truncateJson(input.resultJson, input.maxResultChars);
+  checkMax(input.maxResultChars);
+  const tool = { name: input.tool, scope: input.scope, routing: input.routing, bypassReason: input.bypassReason };
+  const call = { sessionId: input.sessionId, turnId: input.turnId, actorName: input.actor, callId: input.callId };
+  return executionRecordOf(
+    tool,
+    call,
+    input.args,
+    input.resultJson,
+    input.isError,
+    input.durationMs,
+    input.startedAt,
+    input.approvalId,
+    input.maxResultChars,
+    input.attempt ?? 1,
+    input.outcome ?? (input.isError ? 'error' : 'ok'),
+  );
+}
+
+/**
+ * The one place an ExecutionRecord is written, from the call's tool and context as they are (the
+ * router's hot path passes its RegisteredTool and DispatchContext: no input object per call).
+ * `maxResultChars` is trusted here (the router checked it once).
+ */
+export function executionRecordOf(
+  tool: { readonly name: string; readonly scope: Scope; readonly routing: Routing; readonly bypassReason?: string | undefined },
+  call: { readonly sessionId: string; readonly turnId: string; readonly actorName: string; readonly callId: string },
+  args: unknown,
+  resultJson: string,
+  isError: boolean,
+  durationMs: number,
+  startedAt: number,
+  approvalId: string | undefined,
+  maxResultChars: number,
+  attempt: number,
+  outcome: ExecutionOutcome,
+): ExecutionRecord {
+  const truncated = resultJson.length > maxResultChars;
   const record: ExecutionRecord = {
-    kind: input.scope === 'specialist' ? 'specialist_execution' : 'generalist_execution',
-    sessionId: input.sessionId,
-    turnId: input.turnId,
-    actor: input.actor,
-    tool: input.tool,
-    callId: input.callId,
-    args: input.args,
-    result,
-    resultTruncated,
-    isError: input.isError,
-    durationMs: input.durationMs,
-    at: isoAt(input.startedAt),
-    scope: input.scope,
-    routing: input.routing,
-    attempt: input.attempt ?? 1,
-    outcome: input.outcome ?? (input.isError ? 'error' : 'ok'),
+    kind: tool.scope === 'specialist' ? 'specialist_execution' : 'generalist_execution',
+    sessionId: call.sessionId,
+    turnId: call.turnId,
+    actor: call.actorName,
+    tool: tool.name,
+    callId: call.callId,
+    args,
+    result: truncated ? truncateJson(resultJson, maxResultChars).result : resultJson,
+    resultTruncated: truncated,
+    isError,
+    durationMs,
+    at: isoAt(startedAt),
+    scope: tool.scope,
+    routing: tool.routing,
+    attempt,
+    outcome,
   };
-  if (input.routing === 'bypass') record.bypassReason = input.bypassReason ?? '';
-  if (input.approvalId !== undefined) record.approvalId = input.approvalId;
+  if (tool.routing === 'bypass') record.bypassReason = tool.bypassReason ?? '';
+  if (approvalId !== undefined) record.approvalId = approvalId;
   return record;
 }
 
