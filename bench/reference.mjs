@@ -1,0 +1,44 @@
+// A reference build: the package as it was at an earlier commit, compiled from git with this
+// checkout's TypeScript, so a benchmark can measure it side by side with the current build in one
+// process (ratios from one run, not absolute figures carried over from another machine).
+//   import { referenceDist } from '../reference.mjs'; const dist = referenceDist('1c0168a');
+// The build lands in .scratch/ref/<commit>/dist (git-ignored) and is reused by later runs. Its
+// imports resolve from the project's node_modules (the .scratch folder sits beside it).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The round's base: the last commit before the session host was split (issue 11). "No slower
+ * than before" budgets compare against it.
+ */
+export const BASE_COMMIT = process.env.BENCH_REF ?? '1c0168a';
+
+/**
+ * The file URL of `commit`'s dist/ folder (with a trailing slash), built when missing; undefined,
+ * with the reason on stderr, when this clone cannot build it (a shallow clone without the commit).
+ */
+export function referenceDist(commit = BASE_COMMIT) {
+  const git = (...args) => execFileSync('git', ['-C', ROOT, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  let sha;
+  try {
+    sha = git('rev-parse', '--verify', '--quiet', `${commit}^{commit}`);
+  } catch {
+    console.error(`reference build: commit ${commit} is not in this clone (a shallow clone?); side-by-side rows are skipped`);
+    return undefined;
+  }
+  const dir = join(ROOT, '.scratch', 'ref', sha);
+  const dist = join(dir, 'dist');
+  if (!existsSync(join(dist, '.complete'))) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    // package.json too: its "type": "module" makes node load the build as ES modules
+    execFileSync('sh', ['-c', `git -C "${ROOT}" archive ${sha} src tsconfig.json tsconfig.build.json package.json | tar -x -C "${dir}"`], { stdio: 'inherit' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(dir, 'tsconfig.build.json')], { stdio: 'inherit' });
+    execFileSync('touch', [join(dist, '.complete')]);
+  }
+  return pathToFileURL(dist).href + '/';
+}
