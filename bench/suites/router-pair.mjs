@@ -36,7 +36,7 @@ async function build(name, dist) {
 const base = await build('base', BASE_DIST);
 const head = await build('head', HEAD_DIST);
 const N = quick ? 20_000 : 100_000;
-const PAIRS = quick ? 6 : 20;
+const PAIRS = quick ? 6 : 40;
 for (let i = 0; i < 20; i++) { await base.run(N / 10); await head.run(N / 10); } // warm-up (JIT)
 
 const total = { base: 0, head: 0 };
