@@ -55,7 +55,7 @@ describe('ids', () => {
     expect(bytes.every((n) => n > 0)).toBe(true);
   });
 
-  it('ids:batched — bytes are drawn from the CSPRNG in batches: one randomFillSync call serves 256 ids (its cost: bench/suites/policies-ids.mjs)', () => {
+  it('ids:cheap — bytes are drawn from the CSPRNG in batches: one randomFillSync call serves 256 ids (its cost: bench/suites/policies-ids.mjs)', () => {
     const id = createIdSource();
     const before = draws.calls;
     const first = new Set<string>();
