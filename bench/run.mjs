@@ -227,7 +227,7 @@ const routed = routerRows.find((r) => r.name === 'routed generalist, no observer
 // one VM and 0.60-1.26 µs on another.
 const routerPair = suites.flatMap((o) => o.results).find((r) => r.suite === 'router-pair')?.rows?.[0];
 budget('router dispatch, routed generalist tool, vs the base build side by side (time per call)', routerPair?.ratio, 1.0, '<=', x,
-  routerPair && `${routerPair.headUsPerCall} / ${routerPair.baseUsPerCall} µs (base ${routerPair.base}; ${routerPair.pairs} pairs of blocks, ratios ${routerPair.ratioMin}-${routerPair.ratioMax}x); bench/suites/router.mjs alone: ${routed?.usPerCall} µs`);
+  routerPair && `${routerPair.headUsPerCall} / ${routerPair.baseUsPerCall} CPU µs (base ${routerPair.base}; ${routerPair.pairs} pairs of blocks, ratios ${routerPair.ratioMin}-${routerPair.ratioMax}x); bench/suites/router.mjs alone: ${routed?.usPerCall} µs`);
 const micro = suites.flatMap((o) => o.results).find((r) => r.suite === 'policies-ids')?.rows ?? [];
 const microRow = (prefix) => micro.find((r) => r.name.startsWith(prefix));
 const idRow = microRow('id ');

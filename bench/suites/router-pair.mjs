@@ -1,6 +1,6 @@
 // Router dispatch side by side with the round's base build (bench/reference.mjs): both routers in
 // one process, pinned to one core, timed in alternating blocks (B A A B ...), so both see the same
-// machine at the same moments. The figure is the current build's time per routed call over the
+// machine at the same moments. The figure is the current build's CPU time per routed call over the
 // base build's, totalled over all blocks: "no slower than before" as a ratio from one run, where an
 // absolute time from another machine would compare machines, not builds. The call is the router
 // suite's "routed generalist, no observers" (a sync handler, an execution log that keeps nothing).
