@@ -29,47 +29,10 @@ import {
   sessionNotFound,
   storeClosed,
   storeError,
-  type SyncSessionStore,
 } from './contract.js';
+import type { SqliteSessionStore, SqliteStoreOptions } from './sqlite-types.js';
 
-export interface SqliteStoreOptions {
-  /** Database file; created when missing. `':memory:'` keeps everything in the process. */
-  path: string;
-  /** 'normal' (default): durable across process crashes. 'full': also across power loss. */
-  synchronous?: 'normal' | 'full';
-  /** How long a write waits for another connection's lock before failing (default 5000). */
-  busyTimeoutMs?: number;
-  /**
-   * Hold the file's lock for as long as the store is open (`locking_mode = EXCLUSIVE`): no
-   * other connection can read or write it meanwhile, and each commit saves the lock and
-   * shared-memory system calls (about a quarter of a commit's cost). Default false.
-   */
-  exclusive?: boolean;
-  /**
-   * Open for reading only (the file must exist): nothing is written and no migration runs, so a
-   * live server's file can be read beside it (`turnstate replay` does). A file of another schema
-   * version is refused; every write throws `store.read_only`. Default false.
-   */
-  readonly?: boolean;
-}
-
-/** What an open SQLite store runs with (for operators and tests). */
-export interface SqliteStoreInfo {
-  path: string;
-  /** 'wal' for a file; 'memory' for ':memory:'. */
-  journalMode: string;
-  synchronous: 'normal' | 'full';
-  /** 'normal' or 'exclusive' (see SqliteStoreOptions.exclusive). */
-  lockingMode: string;
-  /** Opened with `readonly: true`. */
-  readonly: boolean;
-  schemaVersion: number;
-}
-
-export interface SqliteSessionStore extends SyncSessionStore {
-  readonly kind: 'sqlite';
-  info(): SqliteStoreInfo;
-}
+export type { SqliteSessionStore, SqliteStoreInfo, SqliteStoreOptions } from './sqlite-types.js';
 
 interface Head {
   /** The session's key in `log` (its sessions rowid). */
@@ -176,8 +139,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   );
   const approvalOwner = q<string>('SELECT session_id FROM approvals WHERE approval_id = ?').pluck();
 
-  // Commits whose events reach past @after (last_seq is filtered before any JSON is parsed).
-  const selectEvents = q<string>(`SELECT l.events ${fromSession} AND l.last_seq > @after AND l.events IS NOT NULL ORDER BY l.k`).pluck();
+  // A session's commits that hold events, from commit number @from on.
+  const selectEventsFrom = q<string>(`SELECT events FROM log WHERE k >= @sk * ${LOG_SPAN} + @from AND k < (@sk + 1) * ${LOG_SPAN} AND events IS NOT NULL ORDER BY k`).pluck();
+  // The last seq of commit number @n (a point lookup on the log's key).
+  const seqOfCommit = q<number>(`SELECT last_seq FROM log WHERE k = @sk * ${LOG_SPAN} + @n`).pluck();
   const selectLastSeq = q<number>(`SELECT l.last_seq ${fromSession} ORDER BY l.k DESC LIMIT 1`).pluck();
   const selectMailbox = q<string>(`SELECT l.mailbox ${fromSession} AND l.mailbox IS NOT NULL ORDER BY l.k`).pluck();
   // The newest commits first, for an incremental read (it stops at the first row it already has).
@@ -216,6 +181,38 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     if (last === undefined) return { sk, seq: 0, ord: 0, n: 0, snap: 0 };
     return { sk, seq: last[0], ord: last[1], n: last[2], snap: snapRow.get({ sk }) ?? 0 };
   };
+  /**
+   * The first commit number of a session whose events reach past `afterSeq`: a binary search
+   * over point lookups (seqs grow with commit numbers, and a session's commits are numbered 1..n
+   * without gaps), so a subscriber resuming near the end of a long session reads what it
+   * replays, not the whole log. Past the commits this store knows of: n + 1 (rows another
+   * connection appended are read from there on).
+   */
+  const firstCommitAfter = (sk: number, n: number, afterSeq: number): number => {
+    let lo = 1;
+    let hi = n;
+    let found = n + 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const seq = seqOfCommit.get({ sk, n: mid });
+      // A gap (a file this store cannot vouch for): read from the first commit, as a scan would.
+      if (seq === undefined) return 1;
+      if (seq > afterSeq) {
+        found = mid;
+        hi = mid - 1;
+      } else lo = mid + 1;
+    }
+    return found;
+  };
+  /** Where a session's log stands (its key and commit count), cached or read; undefined: no such session. */
+  const logEnd = (sessionId: string): { sk: number; n: number } | undefined => {
+    const h = heads.get(sessionId);
+    if (h !== undefined) return h;
+    const sk = selectSk.get(sessionId);
+    if (sk === undefined) return undefined;
+    return { sk, n: head.get({ sk })?.[2] ?? 0 };
+  };
+
   const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
     const h = heads.get(sessionId) ?? headOf(sessionId, step);
     const lastSeq = h.seq;
@@ -361,7 +358,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       const max = checkRead(afterSeq, limit);
       const out: SessionEvent[] = [];
       if (max === 0) return out;
-      for (const body of selectEvents.iterate({ sid: sessionId, after: afterSeq }) as IterableIterator<string>) {
+      const end = logEnd(sessionId);
+      if (end === undefined) return out;
+      const from = afterSeq === 0 ? 1 : firstCommitAfter(end.sk, end.n, afterSeq);
+      for (const body of selectEventsFrom.iterate({ sk: end.sk, from }) as IterableIterator<string>) {
         const batch = JSON.parse(body) as SessionEvent[];
         for (let i = 0; i < batch.length; i++) {
           const e = batch[i] as SessionEvent;
