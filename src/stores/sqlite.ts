@@ -204,14 +204,6 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     }
     return found;
   };
-  /** Where a session's log stands (its key and commit count), cached or read; undefined: no such session. */
-  const logEnd = (sessionId: string): { sk: number; n: number } | undefined => {
-    const h = heads.get(sessionId);
-    if (h !== undefined) return h;
-    const sk = selectSk.get(sessionId);
-    if (sk === undefined) return undefined;
-    return { sk, n: head.get({ sk })?.[2] ?? 0 };
-  };
 
   const commitTx = db.transaction((sessionId: string, step: StepCommit): Head => {
     const h = heads.get(sessionId) ?? headOf(sessionId, step);
@@ -358,10 +350,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       const max = checkRead(afterSeq, limit);
       const out: SessionEvent[] = [];
       if (max === 0) return out;
-      const end = logEnd(sessionId);
-      if (end === undefined) return out;
-      const from = afterSeq === 0 ? 1 : firstCommitAfter(end.sk, end.n, afterSeq);
-      for (const body of selectEventsFrom.iterate({ sk: end.sk, from }) as IterableIterator<string>) {
+      // Where the session's log stands: cached by this store's last commit, or read (its commit
+      // count only when a search needs it).
+      const h = heads.get(sessionId);
+      const sk = h?.sk ?? selectSk.get(sessionId);
+      if (sk === undefined) return out;
+      const from = afterSeq <= 0 ? 1 : firstCommitAfter(sk, h?.n ?? head.get({ sk })?.[2] ?? 0, afterSeq);
+      for (const body of selectEventsFrom.iterate({ sk, from }) as IterableIterator<string>) {
         const batch = JSON.parse(body) as SessionEvent[];
         for (let i = 0; i < batch.length; i++) {
           const e = batch[i] as SessionEvent;
