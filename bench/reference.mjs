@@ -6,10 +6,19 @@
 // imports resolve from the project's node_modules (the .scratch folder sits beside it).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/**
+ * The file URL (with a trailing slash) of the build being measured: TURNSTATE_DIST (bench/run.mjs
+ * points it at a copy of dist/ taken when the run starts, so every job of one run measures the same
+ * build), or the project's dist/.
+ */
+export function currentDist() {
+  return process.env.TURNSTATE_DIST ? pathToFileURL(resolve(process.env.TURNSTATE_DIST)).href + '/' : pathToFileURL(join(ROOT, 'dist')).href + '/';
+}
 
 /**
  * The round's base: the last commit before the session host was split (issue 11). "No slower

@@ -219,16 +219,18 @@ budget('SQLite store vs memory store (time per turn)', storePair ? storePair.rat
   storePair
     ? `${storePair.bMeanCpuUsPerTurn} / ${storePair.aMeanCpuUsPerTurn} µs, paired in one process (${storePair.pairs} pairs of blocks, ${storePair.turns.sqlite.toLocaleString('en-US')} + ${storePair.turns.memory.toLocaleString('en-US')} turns; block ratios ${storePair.ratioMin}-${storePair.ratioMax}x); separate processes: ${us('turnstate:sqlite')} / ${us(TS)} µs = ${x(us('turnstate:sqlite') / us(TS))}`
     : `${us('turnstate:sqlite')} / ${us(TS)} µs`);
-const routerRows = suites.flatMap((o) => o.results).find((r) => r.suite === 'router')?.rows ?? [];
+/** The rows a component suite reported (none when it failed). */
+const suiteRows = (name) => suites.flatMap((o) => o.results).find((r) => r.suite === name)?.rows ?? [];
+const routerRows = suiteRows('router');
 const routed = routerRows.find((r) => r.name === 'routed generalist, no observers');
 // "No slower than before": the current router over the round's base build, side by side in one
 // process (bench/suites/router-pair.mjs). The absolute time is listed (the router table, and the
 // detail), but it compares machines as much as builds: the base build itself measured 0.55 µs on
 // one VM and 0.60-1.26 µs on another.
-const routerPair = suites.flatMap((o) => o.results).find((r) => r.suite === 'router-pair')?.rows?.[0];
+const routerPair = suiteRows('router-pair')[0];
 budget('router dispatch, routed generalist tool, vs the base build side by side (time per call)', routerPair?.ratio, 1.0, '<=', x,
   routerPair && `${routerPair.headUsPerCall} / ${routerPair.baseUsPerCall} CPU µs (base ${routerPair.base}; ${routerPair.pairs} pairs of blocks, ratios ${routerPair.ratioMin}-${routerPair.ratioMax}x); bench/suites/router.mjs alone: ${routed?.usPerCall} µs`);
-const micro = suites.flatMap((o) => o.results).find((r) => r.suite === 'policies-ids')?.rows ?? [];
+const micro = suiteRows('policies-ids');
 const microRow = (prefix) => micro.find((r) => r.name.startsWith(prefix));
 const idRow = microRow('id ');
 budget('an id (session, turn, approval: 128 CSPRNG bits)', idRow?.usPerOp, 2, '<', (n) => `${n.toFixed(2)} µs`, idRow && 'bench/suites/policies-ids.mjs');
@@ -242,7 +244,7 @@ const tsSql = memBy.get('turnstate:sqlite');
 budget('retained memory per session after one turn (SQLite store: its data is off-heap)', tsSql?.bytesPerSessionAfter1Turn, 8192, '<=', (n, l) => (l ? '8 KB (8,192 B)' : `${(n / 1024).toFixed(1)} KB`), tsSql && `${tsSql.sessions.toLocaleString('en-US')} sessions`);
 const idle = passivation.find((r) => r.variant === 'turnstate:memory' && r.sessions === IDLE);
 budget(`${IDLE.toLocaleString('en-US')} sessions created and idle, passivated (heap + external)`, idle?.idleHeapDeltaMB, 100, '<', (n) => `${n} MB`, idle && `${idle.idleBytesPerSession} B per idle session, in-memory store (its records included)`);
-const longRows = suites.flatMap((o) => o.results).find((r) => r.suite === 'long-session')?.rows ?? [];
+const longRows = suiteRows('long-session');
 const long5k = longRows.find((r) => r.variant === 'sleeping between turns' && r.turnsBefore === 5_000);
 const long10 = longRows.find((r) => r.variant === 'sleeping between turns' && r.turnsBefore === 10);
 budget('turn cost at 5,000 turns of one session vs at 10 (SQLite store)', long5k?.vsShort, 1.5, '<=', x,

@@ -7,13 +7,12 @@
 // Variants: memory (in-memory store), sqlite (SQLite file in a temp dir).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { currentDist } from '../reference.mjs';
 import { toolImpl, TOOL_A, TOOL_B } from './script.mjs';
 
-// The built package: ../../dist, or TURNSTATE_DIST (bench/run.mjs points it at a copy taken when the run
-// starts, so every job of one run measures the same build).
-const DIST = process.env.TURNSTATE_DIST ? pathToFileURL(resolve(process.env.TURNSTATE_DIST)).href + '/' : new URL('../../dist/', import.meta.url).href;
+// The built package being measured (bench/reference.mjs: TURNSTATE_DIST or ../../dist).
+const DIST = currentDist();
 const { createRuntime } = await import(DIST + 'runtime.js');
 const { createScriptedModel } = await import(DIST + 'models/scripted.js');
 const { createMemoryStore } = await import(DIST + 'stores/memory.js');

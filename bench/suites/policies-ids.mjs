@@ -3,13 +3,15 @@
 // policy's time includes the round trip), plus the rejection of an oversized input before any
 // evaluation. Standalone; prints one JSON line {suite:'policies-ids', rows}. Budgets in bench/run.mjs.
 // Uses the built package (dist/); from a source checkout: `node --import tsx bench/suites/policies-ids.mjs`.
+import { summarize } from '../lib.mjs';
+
 const load = async (dist, src) => import(dist).catch(() => import(src));
 const { createIdSource } = await load('../../dist/host/clock.js', '../../src/host/clock.ts');
 const { compileApprovalPolicy, closePolicyEvaluators } = await load('../../dist/approvals/policy.js', '../../src/approvals/policy.ts');
 
 const QUICK = process.argv.includes('--quick');
 const RUNS = QUICK ? 3 : 7;
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const median = (xs) => summarize(xs).median;
 const rows = [];
 
 // An id: the median of RUNS runs of 200,000 ids (after 10,000 to warm up).

@@ -5,13 +5,11 @@
 // absolute time from another machine would compare machines, not builds. The call is the router
 // suite's "routed generalist, no observers" (a sync handler, an execution log that keeps nothing).
 // Standalone; prints one JSON line {suite:'router-pair', rows}. `--quick`: fewer, shorter blocks.
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { referenceDist, BASE_COMMIT } from '../reference.mjs';
+import { summarize } from '../lib.mjs';
+import { currentDist, referenceDist, BASE_COMMIT } from '../reference.mjs';
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
-// The current build: the copy bench/run.mjs took when the run started (TURNSTATE_DIST), or ../../dist.
-const HEAD_DIST = process.env.TURNSTATE_DIST ? pathToFileURL(resolve(process.env.TURNSTATE_DIST)).href + '/' : new URL('../../dist/', import.meta.url).href;
+const HEAD_DIST = currentDist();
 const BASE_DIST = referenceDist(BASE_COMMIT);
 if (!BASE_DIST) {
   console.log(JSON.stringify({ suite: 'router-pair', rows: [] }));
@@ -41,7 +39,6 @@ for (let i = 0; i < 20; i++) { await base.run(N / 10); await head.run(N / 10); }
 
 const total = { base: 0, head: 0 };
 const ratios = [];
-const per = { base: [], head: [] };
 for (let p = 0; p < PAIRS; p++) {
   const order = p % 2 === 0 ? [head, base] : [base, head];
   const r = {};
@@ -49,22 +46,21 @@ for (let p = 0; p < PAIRS; p++) {
     const ns = await b.run(N);
     total[b.name] += ns;
     r[b.name] = ns / N / 1000;
-    per[b.name].push(r[b.name]);
   }
   ratios.push(r.head / r.base);
 }
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
+const rs = summarize(ratios);
 const row = {
   name: 'routed generalist, no observers: current / base build',
   base: BASE_COMMIT,
   ratio: +(total.head / total.base).toFixed(3),
   headUsPerCall: +(total.head / (PAIRS * N) / 1000).toFixed(3),
   baseUsPerCall: +(total.base / (PAIRS * N) / 1000).toFixed(3),
-  ratioMedian: +median(ratios).toFixed(3),
-  ratioMin: +Math.min(...ratios).toFixed(3),
-  ratioMax: +Math.max(...ratios).toFixed(3),
+  ratioMedian: +rs.median.toFixed(3),
+  ratioMin: +rs.min.toFixed(3),
+  ratioMax: +rs.max.toFixed(3),
   pairs: PAIRS,
   callsPerBlock: N,
 };
-console.log(`router, routed generalist: current ${row.headUsPerCall} µs / base (${BASE_COMMIT}) ${row.baseUsPerCall} µs = ${row.ratio}x (per pair median ${row.ratioMedian}x, ${row.ratioMin}-${row.ratioMax}x)`);
+console.log(`router, routed generalist: current ${row.headUsPerCall} CPU µs / base (${BASE_COMMIT}) ${row.baseUsPerCall} CPU µs = ${row.ratio}x (per pair median ${row.ratioMedian}x, ${row.ratioMin}-${row.ratioMax}x)`);
 console.log(JSON.stringify({ suite: 'router-pair', rows: [row] }));
