@@ -85,8 +85,9 @@ jobs.push({ kind: 'passivation', name: `passivation sqlite x${IDLE}`, args: ['pa
 jobs.push({ kind: 'passivation', name: `passivation sqlite x${IDLE_TURNED} after a turn`, args: ['passivation.mjs', 'sqlite', String(IDLE_TURNED), '1'], timeoutMs: 240_000 });
 const suitesDir = join(BENCH, 'suites');
 const suiteFiles = existsSync(suitesDir) ? readdirSync(suitesDir).filter((f) => f.endsWith('.mjs')).sort() : [];
-// A side-by-side suite times two builds against each other on one core: it runs in the quiet phase.
-const QUIET_SUITES = new Set(['router-pair.mjs']);
+// A side-by-side suite (two builds, or the SQLite store beside a memory turn) times its lanes against each other
+// on one core: it runs in the quiet phase.
+const QUIET_SUITES = new Set(['router-pair.mjs', 'sqlite-floor.mjs']);
 for (const f of suiteFiles) jobs.push({ kind: 'suite', quiet: QUIET_SUITES.has(f), name: `suite ${f}`, file: f, args: [join('suites', f), ...(QUICK ? ['--quick'] : [])], timeoutMs: QUICK ? 120_000 : 300_000 });
 
 /* ------------------------------------------------------------------ running */
@@ -215,12 +216,16 @@ budget('OpenAI Agents SDK vs turnstate (time per turn)', oai && us(TS) ? oai.cpu
 // Measured paired (both stores in one process, alternating blocks); the separate processes' figures
 // are listed in the overhead table and the detail.
 const storePair = pairs.find((r) => r.a === TS && r.b === 'turnstate:sqlite');
-budget('SQLite store vs memory store (time per turn)', storePair ? storePair.ratio : us('turnstate:sqlite') / us(TS), 2.0, '<=', x,
-  storePair
-    ? `${storePair.bMeanCpuUsPerTurn} / ${storePair.aMeanCpuUsPerTurn} µs, paired in one process (${storePair.pairs} pairs of blocks, ${storePair.turns.sqlite.toLocaleString('en-US')} + ${storePair.turns.memory.toLocaleString('en-US')} turns; block ratios ${storePair.ratioMin}-${storePair.ratioMax}x); separate processes: ${us('turnstate:sqlite')} / ${us(TS)} µs = ${x(us('turnstate:sqlite') / us(TS))}`
-    : `${us('turnstate:sqlite')} / ${us(TS)} µs`);
 /** The rows a component suite reported (none when it failed). */
 const suiteRows = (name) => suites.flatMap((o) => o.results).find((r) => r.suite === name)?.rows ?? [];
+// What the SQLite store alone costs per turn, over a memory turn (bench/suites/sqlite-floor.mjs).
+const floor = Object.fromEntries(suiteRows('sqlite-floor').map((r) => [r.lane, r.xMemoryTurn]));
+const floorDetail = floor['sqlite file'] === undefined ? ''
+  : `; the store alone, per turn, over a memory turn: serialization ${floor.serialization}x, SQLite :memory: ${floor['sqlite :memory:']}x, SQLite file ${floor['sqlite file']}x (bench/suites/sqlite-floor.mjs)`;
+budget('SQLite store vs memory store (time per turn)', storePair ? storePair.ratio : us('turnstate:sqlite') / us(TS), 2.0, '<=', x,
+  (storePair
+    ? `${storePair.bMeanCpuUsPerTurn} / ${storePair.aMeanCpuUsPerTurn} µs, paired in one process (${storePair.pairs} pairs of blocks, ${storePair.turns.sqlite.toLocaleString('en-US')} + ${storePair.turns.memory.toLocaleString('en-US')} turns; block ratios ${storePair.ratioMin}-${storePair.ratioMax}x); separate processes: ${us('turnstate:sqlite')} / ${us(TS)} µs = ${x(us('turnstate:sqlite') / us(TS))}`
+    : `${us('turnstate:sqlite')} / ${us(TS)} µs`) + floorDetail);
 const routerRows = suiteRows('router');
 const routed = routerRows.find((r) => r.name === 'routed generalist, no observers');
 // "No slower than before": the current router over the round's base build, side by side in one

@@ -71,8 +71,9 @@ const runtimes = [];
 process.on('exit', () => { for (const { dir } of runtimes) if (dir) rmSync(dir, { recursive: true, force: true }); });
 
 /**
- * A runtime with the bench actor and its two tools registered; `options` are extra RuntimeOptions;
- * `sqlitePath` opens that SQLite file (kept) instead of a new one in a temp dir.
+ * A runtime with the bench actor and its two tools registered; `storeKind` is 'memory', 'sqlite'
+ * or a store object to use as it is; `options` are extra RuntimeOptions; `sqlitePath` opens that
+ * SQLite file (kept, or ':memory:') instead of a new one in a temp dir.
  */
 export async function makeRuntime(storeKind, options = {}, sqlitePath) {
   const scripted = createScriptedModel(SCRIPT, { name: 'bench-scripted', record: false });
@@ -87,7 +88,9 @@ export async function makeRuntime(storeKind, options = {}, sqlitePath) {
     },
   };
   let store, dir;
-  if (storeKind === 'sqlite') {
+  if (typeof storeKind === 'object') {
+    store = storeKind;
+  } else if (storeKind === 'sqlite') {
     const { createSqliteStore } = await import(DIST + 'stores/sqlite.js');
     if (sqlitePath === undefined) dir = mkdtempSync(join(tmpdir(), 'turnstate-bench-'));
     store = await createSqliteStore({ path: sqlitePath ?? join(dir, 'bench.db') });
