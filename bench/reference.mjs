@@ -5,7 +5,7 @@
 // The build lands in .scratch/ref/<commit>/dist (git-ignored) and is reused by later runs. Its
 // imports resolve from the project's node_modules (the .scratch folder sits beside it).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -57,4 +57,24 @@ export function referenceDist(commit = BASE_COMMIT) {
     execFileSync('touch', [join(dist, '.complete')]);
   }
   return pathToFileURL(dist).href + '/';
+}
+
+/**
+ * A second, separate copy of `commit`'s build (its own files, so its own module instances): a
+ * side-by-side suite that times the build against this copy measures its own bias and noise, since
+ * the two run the same code. The file URL of its dist/ folder; undefined when the build is.
+ */
+export function referenceCopyDist(commit = BASE_COMMIT) {
+  const dist = referenceDist(commit);
+  if (!dist) return undefined;
+  const refDir = resolve(fileURLToPath(dist), '..'); // .scratch/ref/<sha>
+  const dir = `${refDir}-copy`;
+  const copy = join(dir, 'dist');
+  if (!existsSync(join(copy, '.complete'))) {
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir, { recursive: true });
+    cpSync(join(refDir, 'package.json'), join(dir, 'package.json'));
+    cpSync(join(refDir, 'dist'), copy, { recursive: true });
+  }
+  return pathToFileURL(copy).href + '/';
 }

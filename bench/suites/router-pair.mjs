@@ -1,12 +1,16 @@
-// Router dispatch side by side with the round's base build (bench/reference.mjs): both routers in
-// one process, pinned to one core, timed in alternating blocks (B A A B ...), so both see the same
-// machine at the same moments. The figure is the current build's CPU time per routed call over the
-// base build's, totalled over all blocks: "no slower than before" as a ratio from one run, where an
-// absolute time from another machine would compare machines, not builds. The call is the router
-// suite's "routed generalist, no observers" (a sync handler, an execution log that keeps nothing).
-// Standalone; prints one JSON line {suite:'router-pair', rows}. `--quick`: fewer, shorter blocks.
+// Router dispatch side by side with the round's base build (bench/reference.mjs): the current
+// router, the base build's and a second copy of the base build, in one process pinned to one core,
+// timed in rounds of blocks whose order rotates (H B C, B C H, C H B, then reversed ...), so all see
+// the same machine at the same moments and none always follows another. The figure is the current
+// build's CPU time per routed call over the base build's, totalled over all blocks: "no slower than
+// before" as a ratio from one run, where an absolute time from another machine would compare
+// machines, not builds. The copy runs the base's code from other files: its ratio to the base is
+// the harness's own bias and noise (two builds alternating A B B A read 1.01-1.04x for one build
+// against its copy; the rotation brings that to 0.99-1.01x). The call is the router suite's
+// "routed generalist, no observers" (a sync handler, an execution log that keeps nothing).
+// Standalone; prints one JSON line {suite:'router-pair', rows}. `--quick`: fewer, shorter rounds.
 import { summarize } from '../lib.mjs';
-import { currentDist, referenceDist, BASE_COMMIT } from '../reference.mjs';
+import { currentDist, referenceDist, referenceCopyDist, BASE_COMMIT } from '../reference.mjs';
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const HEAD_DIST = currentDist();
@@ -33,14 +37,22 @@ async function build(name, dist) {
 
 const base = await build('base', BASE_DIST);
 const head = await build('head', HEAD_DIST);
+// The base build against a copy of itself: the same code, so its ratio is the harness's own bias
+// and noise, the yardstick for the head's.
+const COPY_DIST = referenceCopyDist(BASE_COMMIT);
+const copy = await build('copy', COPY_DIST);
+const builds = [head, base, copy];
 const N = quick ? 20_000 : 100_000;
-const PAIRS = quick ? 6 : 40;
-for (let i = 0; i < 20; i++) { await base.run(N / 10); await head.run(N / 10); } // warm-up (JIT)
+const ROUNDS = quick ? 6 : 30;
+for (let i = 0; i < 20; i++) for (const b of builds) await b.run(N / 10); // warm-up (JIT)
 
-const total = { base: 0, head: 0 };
+const total = { base: 0, head: 0, copy: 0 };
 const ratios = [];
-for (let p = 0; p < PAIRS; p++) {
-  const order = p % 2 === 0 ? [head, base] : [base, head];
+const sameRatios = [];
+for (let p = 0; p < ROUNDS; p++) {
+  // Every order of the three in turn, so none always follows another.
+  const order = builds.map((_, i) => builds[(i + p) % 3]);
+  if (Math.floor(p / 3) % 2) order.reverse();
   const r = {};
   for (const b of order) {
     const ns = await b.run(N);
@@ -48,19 +60,24 @@ for (let p = 0; p < PAIRS; p++) {
     r[b.name] = ns / N / 1000;
   }
   ratios.push(r.head / r.base);
+  sameRatios.push(r.copy / r.base);
 }
 const rs = summarize(ratios);
+const ss = summarize(sameRatios);
 const row = {
   name: 'routed generalist, no observers: current / base build',
   base: BASE_COMMIT,
   ratio: +(total.head / total.base).toFixed(3),
-  headUsPerCall: +(total.head / (PAIRS * N) / 1000).toFixed(3),
-  baseUsPerCall: +(total.base / (PAIRS * N) / 1000).toFixed(3),
+  headUsPerCall: +(total.head / (ROUNDS * N) / 1000).toFixed(3),
+  baseUsPerCall: +(total.base / (ROUNDS * N) / 1000).toFixed(3),
   ratioMedian: +rs.median.toFixed(3),
   ratioMin: +rs.min.toFixed(3),
   ratioMax: +rs.max.toFixed(3),
-  pairs: PAIRS,
+  sameBuildRatio: +(total.copy / total.base).toFixed(3),
+  sameBuildRatioMin: +ss.min.toFixed(3),
+  sameBuildRatioMax: +ss.max.toFixed(3),
+  pairs: ROUNDS,
   callsPerBlock: N,
 };
-console.log(`router, routed generalist: current ${row.headUsPerCall} CPU µs / base (${BASE_COMMIT}) ${row.baseUsPerCall} CPU µs = ${row.ratio}x (per pair median ${row.ratioMedian}x, ${row.ratioMin}-${row.ratioMax}x)`);
+console.log(`router, routed generalist: current ${row.headUsPerCall} CPU µs / base (${BASE_COMMIT}) ${row.baseUsPerCall} CPU µs = ${row.ratio}x (per round median ${row.ratioMedian}x, ${row.ratioMin}-${row.ratioMax}x); the base against a copy of itself: ${row.sameBuildRatio}x (${row.sameBuildRatioMin}-${row.sameBuildRatioMax}x)`);
 console.log(JSON.stringify({ suite: 'router-pair', rows: [row] }));
