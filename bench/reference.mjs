@@ -5,7 +5,7 @@
 // The build lands in .scratch/ref/<commit>/dist (git-ignored) and is reused by later runs. Its
 // imports resolve from the project's node_modules (the .scratch folder sits beside it).
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -74,7 +74,9 @@ export function referenceCopyDist(commit = BASE_COMMIT) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     cpSync(join(refDir, 'package.json'), join(dir, 'package.json'));
-    cpSync(join(refDir, 'dist'), copy, { recursive: true });
+    // The marker last: a copy cut short is made again by the next run.
+    cpSync(join(refDir, 'dist'), copy, { recursive: true, filter: (src) => !src.endsWith('.complete') });
+    writeFileSync(join(copy, '.complete'), '');
   }
   return pathToFileURL(copy).href + '/';
 }
