@@ -37,6 +37,23 @@ export function fmt(n, digits = 3) {
 const now = () => Number(process.hrtime.bigint()) / 1e6; // ms
 export { now };
 
+/** The process's CPU time so far (user + system, all threads), in µs. */
+export function cpuMicros() {
+  const c = process.cpuUsage();
+  return c.user + c.system;
+}
+
+/**
+ * The order in which round `round` of a side-by-side suite runs its lanes: each rotation of
+ * `items` in turn, reversed every other full cycle, so no lane always follows another.
+ */
+export function blockOrder(items, round) {
+  const n = items.length;
+  const order = items.map((_, i) => items[(i + round) % n]);
+  if (Math.floor(round / n) % 2) order.reverse();
+  return order;
+}
+
 /**
  * Synchronous micro-benchmark: fn(iters) must run `iters` operations.
  * Calibrates iterations to ~targetMs, 1 warm-up run, then `runs` measured runs.

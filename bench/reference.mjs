@@ -60,13 +60,11 @@ export function referenceDist(commit = BASE_COMMIT) {
 }
 
 /**
- * A second, separate copy of `commit`'s build (its own files, so its own module instances): a
- * side-by-side suite that times the build against this copy measures its own bias and noise, since
- * the two run the same code. The file URL of its dist/ folder; undefined when the build is.
+ * A second, separate copy of a reference build (its own files, so its own module instances), given
+ * the file URL `referenceDist` returned: a side-by-side suite that times the build against this
+ * copy measures its own bias and noise, since the two run the same code. The copy's dist/ URL.
  */
-export function referenceCopyDist(commit = BASE_COMMIT) {
-  const dist = referenceDist(commit);
-  if (!dist) return undefined;
+export function referenceCopyDist(dist) {
   const refDir = resolve(fileURLToPath(dist), '..'); // .scratch/ref/<sha>
   const dir = `${refDir}-copy`;
   const copy = join(dir, 'dist');

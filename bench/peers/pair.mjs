@@ -8,7 +8,7 @@
 // see this VM's speed change by 30-50% between runs; adjacent blocks see far less.
 // BENCH_QUICK=1: fewer, shorter blocks (smoke runs only).
 // The last stdout line is one JSON object {"suite": "pair", "rows": [row]} for bench/run.mjs.
-import { summarize, saveResults } from '../lib.mjs';
+import { cpuMicros, summarize, saveResults } from '../lib.mjs';
 import { USER_TEXT } from './script.mjs';
 
 const [fw, a, b] = process.argv.slice(2);
@@ -28,7 +28,6 @@ const turnOf = (v) => {
   };
 };
 const turns = { [a]: turnOf(a), [b]: turnOf(b) };
-const cpu = () => { const c = process.cpuUsage(); return c.user + c.system; };
 
 // sanity: each variant's turn is the checked turn (3 model calls, 2 tool executions)
 for (const v of [a, b]) {
@@ -41,11 +40,11 @@ for (const v of [a, b]) {
 /** Runs variant v for about `ms` of CPU time; returns [turns, CPU µs]. */
 async function block(v, ms) {
   const turn = turns[v];
-  const c0 = cpu();
+  const c0 = cpuMicros();
   let n = 0;
   // process.cpuUsage is a system call: checked every 16 turns
-  while (n % 16 !== 0 || cpu() - c0 < ms * 1000) { await turn(); n++; }
-  return [n, cpu() - c0];
+  while (n % 16 !== 0 || cpuMicros() - c0 < ms * 1000) { await turn(); n++; }
+  return [n, cpuMicros() - c0];
 }
 
 const WARM_MS = quick ? 400 : 1500;

@@ -9,7 +9,7 @@
 // against its copy; the rotation brings that to 0.99-1.01x). The call is the router suite's
 // "routed generalist, no observers" (a sync handler, an execution log that keeps nothing).
 // Standalone; prints one JSON line {suite:'router-pair', rows}. `--quick`: fewer, shorter rounds.
-import { summarize } from '../lib.mjs';
+import { blockOrder, summarize } from '../lib.mjs';
 import { currentDist, referenceDist, referenceCopyDist, BASE_COMMIT } from '../reference.mjs';
 
 const quick = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
@@ -39,7 +39,7 @@ const base = await build('base', BASE_DIST);
 const head = await build('head', HEAD_DIST);
 // The base build against a copy of itself: the same code, so its ratio is the harness's own bias
 // and noise, the yardstick for the head's.
-const COPY_DIST = referenceCopyDist(BASE_COMMIT);
+const COPY_DIST = referenceCopyDist(BASE_DIST);
 const copy = await build('copy', COPY_DIST);
 const builds = [head, base, copy];
 const N = quick ? 20_000 : 100_000;
@@ -50,11 +50,8 @@ const total = { base: 0, head: 0, copy: 0 };
 const ratios = [];
 const sameRatios = [];
 for (let p = 0; p < ROUNDS; p++) {
-  // Every order of the three in turn, so none always follows another.
-  const order = builds.map((_, i) => builds[(i + p) % 3]);
-  if (Math.floor(p / 3) % 2) order.reverse();
   const r = {};
-  for (const b of order) {
+  for (const b of blockOrder(builds, p)) {
     const ns = await b.run(N);
     total[b.name] += ns;
     r[b.name] = ns / N / 1000;

@@ -6,7 +6,7 @@
 //   serialization    only the JSON.stringify calls the SQLite store makes for those commits
 //   sqlite :memory:  the commits into a SQLite store with no file (serialization + SQL, no I/O)
 //   sqlite file      the commits into a SQLite file (WAL, synchronous=normal: the default)
-// One process on one core, alternating blocks (the order turns each round); each lane's figure is
+// One process on one core, blocks whose order rotates (lib.mjs's blockOrder); each lane's figure is
 // its total CPU time over all its blocks divided by its turns, as bench/peers/pair.mjs does. A
 // lane's `xMemoryTurn` is its cost over the memory turn's: the 2.0x budget leaves the SQLite
 // store 1.0x of a memory turn for its whole work. Standalone; prints a markdown table and one
@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { blockOrder, cpuMicros } from '../lib.mjs';
 import { currentDist } from '../reference.mjs';
 import { makeRuntime, variants, close } from '../peers/turnstate.mjs';
 import { USER_TEXT } from '../peers/script.mjs';
@@ -69,25 +70,24 @@ const stores = {
   'sqlite :memory:': createSqliteStore({ path: ':memory:' }),
   'sqlite file': createSqliteStore({ path: join(dir, 'floor.db') }),
 };
-const cpu = () => { const c = process.cpuUsage(); return c.user + c.system; };
 const memory = variants.memory;
 
 /** Each lane: (turns) => CPU µs spent on them. */
 const lanes = {
   'memory turn': async (turns) => {
-    const c0 = cpu();
+    const c0 = cpuMicros();
     for (let i = 0; i < turns; i++) {
       const s = await memory.createSession();
       await memory.runTurn(s, USER_TEXT);
       await memory.disposeSession(s);
     }
-    return cpu() - c0;
+    return cpuMicros() - c0;
   },
   serialization: async (turns) => {
     let sink = 0;
-    const c0 = cpu();
+    const c0 = cpuMicros();
     for (let i = 0; i < turns; i++) for (const step of steps) sink += serialize(step);
-    const spent = cpu() - c0;
+    const spent = cpuMicros() - c0;
     if (sink !== bytesPerTurn * turns) throw new Error('serialization lane: wrong byte count');
     return spent;
   },
@@ -95,9 +95,9 @@ const lanes = {
 for (const [name, store] of Object.entries(stores)) {
   lanes[name] = async (turns) => {
     const batch = copies(turns);
-    const c0 = cpu();
+    const c0 = cpuMicros();
     for (const turn of batch) for (const step of turn) store.commit(turn[0].session.id, step);
-    return cpu() - c0;
+    return cpuMicros() - c0;
   };
 }
 const names = Object.keys(lanes);
@@ -108,9 +108,7 @@ try {
   // Warm-up: each lane until it has spent its warm-up CPU time (the optimizing compiler settles).
   for (const n of names) for (let spent = 0; spent < warmMs(n) * 1000; ) spent += await lanes[n](100);
   for (let r = 0; r < ROUNDS; r++) {
-    const order = names.map((_, i) => names[(i + r) % names.length]);
-    if (r % 2) order.reverse();
-    for (const n of order) {
+    for (const n of blockOrder(names, r)) {
       const t = turnsOf(n);
       const us = await lanes[n](t);
       total[n][0] += t;
@@ -132,7 +130,7 @@ const rows = names.map((n) => ({
   xMemoryTurn: +(perTurn(n) / mem).toFixed(2),
 }));
 
-console.log(`One turn's commits: ${steps.length}, ${bytesPerTurn.toLocaleString('en-US')} bytes of JSON; ${ROUNDS} rounds of alternating blocks.`);
+console.log(`One turn's commits: ${steps.length}, ${bytesPerTurn.toLocaleString('en-US')} bytes of JSON; ${ROUNDS} rounds of blocks in rotating order.`);
 console.log('');
 console.log('| lane | turns | CPU µs per turn | x the memory turn |');
 console.log('|---|---:|---:|---:|');
