@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { EventRouter, type RoutedEvent } from '../../src/router/router.js';
+import { EventRouter, type RoutedEvent, type ToolDispatch } from '../../src/router/router.js';
 import { annotate } from '../../src/router/annotated.js';
 import { FilterAndDistribute } from '../../src/router/filter-distribute.js';
 import { MemoryExecutionLog } from '../../src/router/execution-log.js';
@@ -374,6 +374,32 @@ describe('EventRouter.dispatchTool', () => {
     const q = router.dispatchTool(plain, {}, ctx()).then((d) => ((resolved = true), d));
     expect(resolved).toBe(false);
     expect(await q).toMatchObject({ isError: false, execution: { outcome: 'ok' } });
+  });
+
+  it('router:dispatch:no-global-getter — a routed call that answers at once reads no getter-backed global (on Node 20 `globalThis.performance` is a getter, run on every read), and still times itself', async () => {
+    const router = new EventRouter();
+    const own = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
+    let reads = 0;
+    const real = globalThis.performance;
+    Object.defineProperty(globalThis, 'performance', {
+      configurable: true,
+      enumerable: true,
+      get() {
+        reads++;
+        return real;
+      },
+    });
+    let pending: Promise<ToolDispatch>;
+    try {
+      // The whole call runs in this synchronous stretch: the handler answers at once.
+      pending = router.dispatchTool(lookup, { id: 'p7' }, ctx());
+    } finally {
+      Object.defineProperty(globalThis, 'performance', own);
+    }
+    const d = await pending;
+    expect(reads).toBe(0);
+    expect(d).toMatchObject({ isError: false, execution: { outcome: 'ok', routing: 'routed' } });
+    expect(d.execution.durationMs).toBeGreaterThanOrEqual(0);
   });
 
   it('router:cancel:both — given a cancel signal and an interrupt, the handler\'s signal aborts on either, and only the cancel stops the wait', async () => {
