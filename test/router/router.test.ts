@@ -376,7 +376,7 @@ describe('EventRouter.dispatchTool', () => {
     expect(await q).toMatchObject({ isError: false, execution: { outcome: 'ok' } });
   });
 
-  it('router:dispatch:no-global-getter — a routed call that answers at once reads no getter-backed global (on Node 20 `globalThis.performance` is a getter, run on every read), and still times itself', async () => {
+  it('router:dispatch:no-global-getter — a routed call that answers at once never reads the global `performance` (on Node 20 a getter, run on every read), and still times itself', async () => {
     const router = new EventRouter();
     const own = Object.getOwnPropertyDescriptor(globalThis, 'performance')!;
     let reads = 0;
