@@ -21,6 +21,15 @@ export function currentDist() {
 }
 
 /**
+ * A module of the build being measured, by its path inside dist/ (`'router/index.js'`); when that
+ * build cannot load it, the source file it is compiled from (`src/router/index.ts`), which loads
+ * under `node --import tsx` from a source checkout.
+ */
+export function loadBuild(modulePath) {
+  return import(currentDist() + modulePath).catch(() => import(pathToFileURL(join(ROOT, 'src', modulePath.replace(/\.js$/, '.ts'))).href));
+}
+
+/**
  * The round's base: the last commit before the session host was split (issue 11). "No slower
  * than before" budgets compare against it.
  */
@@ -54,7 +63,7 @@ export function referenceDist(commit = BASE_COMMIT) {
       if (!existsSync(join(dist, 'runtime.js'))) throw err;
       console.error(`reference build: ${commit} compiled with type errors (ignored: its JavaScript was emitted)`);
     }
-    execFileSync('touch', [join(dist, '.complete')]);
+    writeFileSync(join(dist, '.complete'), '');
   }
   return pathToFileURL(dist).href + '/';
 }

@@ -10,11 +10,11 @@
 // Uses the built package (dist/, `npm run build`); from a source checkout:
 //   node --import tsx bench/suites/anthropic-adapter.mjs [--quick]
 import Anthropic from '@anthropic-ai/sdk';
+import { loadBuild } from '../reference.mjs';
 
-const load = async (dist, src) => import(dist).catch(() => import(src));
-const { createAnthropicModel, buildRequest } = await load('../../dist/models/anthropic.js', '../../src/models/anthropic.ts');
-const { startLoopbackMessagesServer } = await load('../../dist/models/loopback-server.js', '../../src/models/loopback-server.ts');
-const { createRespondStreamParser } = await load('../../dist/respond/stream.js', '../../src/respond/stream.ts');
+const { createAnthropicModel, buildRequest } = await loadBuild('models/anthropic.js');
+const { startLoopbackMessagesServer } = await loadBuild('models/loopback-server.js');
+const { createRespondStreamParser } = await loadBuild('respond/stream.js');
 
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 4 : 12;

@@ -9,6 +9,7 @@ import { fork } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
+import { loadBuild } from '../reference.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
 const SUBPROTOCOL = 'turnstate.v1';
@@ -105,10 +106,6 @@ async function runClients({ kind, url, n, last, sample, subscribe, token }) {
 
 /* ------------------------------------------------------------------ server side */
 
-async function load(dist, src) {
-  return import(dist).catch(() => import(src));
-}
-
 function startClients(opts) {
   const child = fork(fileURLToPath(import.meta.url), ['clients', JSON.stringify(opts)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = new Promise((resolve, reject) => {
@@ -166,9 +163,9 @@ async function main() {
   // Latency is measured below saturation: one event per PACE_MS must fan out to every subscriber in time.
   const PACE_MS = quick ? 10 : 50;
   const deadline = Date.now() + 10 * 60_000;
-  const { createRuntime } = await load('../../dist/runtime.js', '../../src/runtime.ts');
-  const { createScriptedModel } = await load('../../dist/models/scripted.js', '../../src/models/scripted.ts');
-  const { createStreamsTransport } = await load('../../dist/transports/streams/index.js', '../../src/transports/streams/index.ts');
+  const { createRuntime } = await loadBuild('runtime.js');
+  const { createScriptedModel } = await loadBuild('models/scripted.js');
+  const { createStreamsTransport } = await loadBuild('transports/streams/index.js');
 
   /**
    * One fixture per mode: `burst` (a turn of about 1,000 events as fast as the runtime makes them:

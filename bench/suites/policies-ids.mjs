@@ -4,10 +4,10 @@
 // evaluation. Standalone; prints one JSON line {suite:'policies-ids', rows}. Budgets in bench/run.mjs.
 // Uses the built package (dist/); from a source checkout: `node --import tsx bench/suites/policies-ids.mjs`.
 import { summarize } from '../lib.mjs';
+import { loadBuild } from '../reference.mjs';
 
-const load = async (dist, src) => import(dist).catch(() => import(src));
-const { createIdSource } = await load('../../dist/host/clock.js', '../../src/host/clock.ts');
-const { compileApprovalPolicy, closePolicyEvaluators } = await load('../../dist/approvals/policy.js', '../../src/approvals/policy.ts');
+const { createIdSource } = await loadBuild('host/clock.js');
+const { compileApprovalPolicy, closePolicyEvaluators } = await loadBuild('approvals/policy.js');
 
 const QUICK = process.argv.includes('--quick');
 const RUNS = QUICK ? 3 : 7;

@@ -1,10 +1,10 @@
 // Router micro-benchmark: the overhead of EventRouter.dispatchTool per call (trivial handlers),
 // per (scope, routing) and result shape. Standalone; prints one JSON line {suite:'router', rows}.
 // Uses the built package (dist/); from a source checkout: `node --import tsx bench/suites/router.mjs`.
-const load = async (dist, src) => import(dist).catch(() => import(src));
-const { EventRouter, FilterAndDistribute, annotate } = await load('../../dist/router/index.js', '../../src/router/index.ts');
-const { ToolRegistry } = await load('../../dist/registries/tools.js', '../../src/registries/tools.ts');
-const { compileApprovalPolicy } = await load('../../dist/approvals/policy.js', '../../src/approvals/policy.ts');
+import { loadBuild } from '../reference.mjs';
+const { EventRouter, FilterAndDistribute, annotate } = await loadBuild('router/index.js');
+const { ToolRegistry } = await loadBuild('registries/tools.js');
+const { compileApprovalPolicy } = await loadBuild('approvals/policy.js');
 
 const RUNS = 7;
 const N = Number(process.env.ROUTER_BENCH_N ?? 50_000);

@@ -15,7 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blockOrder, cpuMicros } from '../lib.mjs';
-import { currentDist } from '../reference.mjs';
+import { loadBuild } from '../reference.mjs';
 import { makeRuntime, variants, close } from '../peers/turnstate.mjs';
 import { USER_TEXT } from '../peers/script.mjs';
 
@@ -24,7 +24,7 @@ const ROUNDS = QUICK ? 3 : 10;
 const TURNS = QUICK ? 200 : 600; // per block, for the store lanes (the memory turn runs 4x as many)
 // Warm-up CPU time per lane: a whole turn runs far more code than the store, and takes longer to settle.
 const warmMs = (name) => (name === 'memory turn' ? (QUICK ? 800 : 1500) : 300);
-const { createSqliteStore } = await import(currentDist() + 'stores/sqlite.js');
+const { createSqliteStore } = await loadBuild('stores/sqlite.js');
 
 // 1. Record one real turn's commits.
 const recorder = createSqliteStore({ path: ':memory:' });

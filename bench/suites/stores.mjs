@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadBuild } from '../reference.mjs';
 
-const load = async (dist, src) => import(dist).catch(() => import(src));
-const { createMemoryStore } = await load('../../dist/stores/index.js', '../../src/stores/index.ts');
-const { createSqliteStore } = await load('../../dist/stores/sqlite.js', '../../src/stores/sqlite.ts');
+const { createMemoryStore } = await loadBuild('stores/index.js');
+const { createSqliteStore } = await loadBuild('stores/sqlite.js');
 
 const QUICK = process.argv.includes('--quick');
 const RUNS = QUICK ? 3 : 7;
