@@ -5,7 +5,7 @@
 // mem : N sessions (default 1000) x 1 turn kept alive -> heap bytes per idle session; then 2nd and 3rd turn on each.
 // BENCH_QUICK=1 shortens perf to a 0.8 s warm-up and 3 runs of 0.3 s (smoke runs only).
 // The last stdout line is one JSON object {"suite": "overhead" | "memory", "rows": [row]} for bench/run.mjs.
-import { summarize, heapUsed as heapOnly, saveResults, fmt, now } from '../lib.mjs';
+import { summarize, heapUsed as heapOnly, saveResults, fmt, now, cpuMicros } from '../lib.mjs';
 // heap + off-heap ArrayBuffers/external (MemorySaver keeps serialized checkpoints as Uint8Array, outside heapUsed)
 const heapUsed = () => { heapOnly(); const m = process.memoryUsage(); return m.heapUsed + m.external; };
 import { USER_TEXT } from './script.mjs';
@@ -38,19 +38,18 @@ if (mode === 'perf') {
   // warm-up (JIT): 1.5 s or 3000 turns; the 1.5 s are this process's CPU time, so a busy machine
   // does not cut the warm-up short
   // (process.cpuUsage is a system call: checked every 16 turns)
-  { const c0 = process.cpuUsage(); const cpuMs = () => { const c = process.cpuUsage(c0); return (c.user + c.system) / 1000; }; for (let i = 0; i < 3000 && (i % 16 !== 0 || cpuMs() < WARM_MS); i++) await turn(); }
+  { const c0 = cpuMicros(); const cpuMs = () => (cpuMicros() - c0) / 1000; for (let i = 0; i < 3000 && (i % 16 !== 0 || cpuMs() < WARM_MS); i++) await turn(); }
   const samples = [];
   // CPU time of this process per turn (user + system, all its threads, pinned to one core): unlike
   // wall time it does not count time the core spent on other processes.
   const cpuSamples = [];
   for (let r = 0; r < RUNS; r++) {
     const t0 = now();
-    const c0 = process.cpuUsage();
+    const c0 = cpuMicros();
     let n = 0;
     while (now() - t0 < RUN_MS && n < 200000) { await turn(); n++; }
     samples.push((n / (now() - t0)) * 1000);
-    const c = process.cpuUsage(c0);
-    cpuSamples.push((c.user + c.system) / n);
+    cpuSamples.push((cpuMicros() - c0) / n);
   }
   const s = summarize(samples);
   const cpu = summarize(cpuSamples);

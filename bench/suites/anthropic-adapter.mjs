@@ -10,6 +10,7 @@
 // Uses the built package (dist/, `npm run build`); from a source checkout:
 //   node --import tsx bench/suites/anthropic-adapter.mjs [--quick]
 import Anthropic from '@anthropic-ai/sdk';
+import { cpuMicros } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
 const { createAnthropicModel, buildRequest } = await loadBuild('models/anthropic.js');
@@ -126,12 +127,11 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const n of order) {
     globalThis.gc?.();
     const fn = variants[n];
-    const c0 = process.cpuUsage();
+    const c0 = cpuMicros();
     const t0 = process.hrtime.bigint();
     for (let i = 0; i < CALLS; i++) await fn();
     const t1 = process.hrtime.bigint();
-    const c1 = process.cpuUsage(c0);
-    cpu[n].push((c1.user + c1.system) / CALLS);
+    cpu[n].push((cpuMicros() - c0) / CALLS);
     wall[n].push(Number(t1 - t0) / 1000 / CALLS);
   }
 }

@@ -9,6 +9,7 @@ import { fork } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { WebSocket, WebSocketServer } from 'ws';
+import { cpuMicros } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
 const now = () => performance.timeOrigin + performance.now();
@@ -280,10 +281,9 @@ async function main() {
   };
   /** Runs `fn`, adding the server process's CPU time (user + system) spent while it ran. */
   const withCpu = async (fn) => {
-    const c0 = process.cpuUsage();
+    const c0 = cpuMicros();
     const out = await fn();
-    const c = process.cpuUsage(c0);
-    return { ...out, cpuMs: (c.user + c.system) / 1000 };
+    return { ...out, cpuMs: (cpuMicros() - c0) / 1000 };
   };
   const latency = ({ publishAt, result }) => {
     const lat = [];

@@ -10,6 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuMicros } from '../lib.mjs';
 import { close, counters, makeRuntime } from '../peers/turnstate.mjs';
 import { USER_TEXT } from '../peers/script.mjs';
 
@@ -19,7 +20,6 @@ const BLOCK = 20;
 const ROUNDS = QUICK ? 3 : 7;
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-const cpuUs = (c0) => { const c = process.cpuUsage(c0); return c.user + c.system; };
 
 async function turn(runtime, s, passivate) {
   const before = counters.modelCalls;
@@ -31,9 +31,9 @@ async function turn(runtime, s, passivate) {
 /** CPU µs per turn over one block of turns in `s`. */
 async function block(runtime, s, passivate) {
   globalThis.gc?.();
-  const c0 = process.cpuUsage();
+  const c0 = cpuMicros();
   for (let i = 0; i < BLOCK; i++) await turn(runtime, s, passivate);
-  return cpuUs(c0) / BLOCK;
+  return (cpuMicros() - c0) / BLOCK;
 }
 
 /** Rounds of: a fresh short session's block, then one block in each long session. */

@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuMicros } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
 const { createMemoryStore } = await loadBuild('stores/index.js');
@@ -39,8 +40,6 @@ function step(sessionId, n) {
 const session = (id) => ({ id, actor: 'concierge', createdAt: AT, doubleTexting: 'queue' });
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const us = (t0) => Number(process.hrtime.bigint() - t0) / 1000;
-/** CPU time (user + system) of this process since `c0`, in µs: less disturbed than wall time by other load. */
-const cpuUs = (c0) => { const c = process.cpuUsage(c0); return c.user + c.system; };
 
 function measure(label, store, steps) {
   const commitSamples = [];
@@ -50,11 +49,11 @@ function measure(label, store, steps) {
     const id = `s${r + 1}`;
     store.createSession(session(id));
     const batch = Array.from({ length: steps }, (_, n) => step(id, n));
-    const c0 = process.cpuUsage();
+    const c0 = cpuMicros(); // CPU time: less disturbed than wall time by other load
     const t0 = process.hrtime.bigint();
     for (let n = 0; n < steps; n++) store.commit(id, batch[n]);
     const commitUs = us(t0) / steps;
-    const commitCpuUs = cpuUs(c0) / steps;
+    const commitCpuUs = (cpuMicros() - c0) / steps;
     // Replay of the last 100 events (a reconnecting subscriber), repeated.
     const last = store.lastSeq(id);
     const reps = Math.min(steps, 1000);
