@@ -72,6 +72,12 @@ export interface TurnOutcome {
   userResponse?: string;
   /** Spec 003 compatibility mode: the final text for display (the mark_work_complete summary, else the last assistant text). */
   finalContent?: string;
+  /**
+   * Set when the turn stopped to wait instead of ending (`finalizedBy` is a state that holds the
+   * actor): `resumeOn` names what resumes it ('approval-response', 'peer-envelope', or a
+   * consumer's injection kind). Absent when the turn ended.
+   */
+  held?: { resumeOn: string };
 }
 
 export interface TurnRef {
@@ -103,6 +109,8 @@ export interface SessionSnapshot {
   pendingApprovals: ApprovalRecord[];
   /** Client-side tool calls the turn waits for. */
   pendingClientCalls: { callId: string; tool: string; args: unknown }[];
+  /** Set while the turn waits in a state that holds the actor: what resumes it (as on TurnOutcome). */
+  held?: { resumeOn: string };
   queued: number;
 }
 

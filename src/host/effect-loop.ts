@@ -7,6 +7,7 @@
  * call, a dispatch, a hold or a settlement), with the machine's snapshot when the turn state
  * changed.
  */
+import type { TurnOutcome } from '../api.js';
 import type { SessionEffect } from '../machines/session.machine.js';
 import { TurnstateError } from '../errors.js';
 import type { MailboxEntry, Part, SessionEvent } from '../types.js';
@@ -170,7 +171,10 @@ export class EffectLoop {
     const f = this.flush();
     if (f) await f;
     this.host.journal.barrier();
-    t.resolve({ turnId: t.turnId, finalizedBy: state, parts: t.parts.slice(), usage: t.usage });
+    const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts.slice(), usage: t.usage };
+    const resumeOn = this.host.machine.heldFor();
+    if (resumeOn !== undefined) outcome.held = { resumeOn };
+    t.resolve(outcome);
     return HELD;
   }
 

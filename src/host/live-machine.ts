@@ -104,6 +104,15 @@ export class LiveMachine {
     return Object.hasOwn((this.machine.root.states.turn as { states: Record<string, unknown> }).states, id);
   }
 
+  /**
+   * What resumes the turn while the machine holds it (the `resumeOn` its held state carries:
+   * 'approval-response', 'peer-envelope', ...); undefined while the turn works, ends or is absent.
+   */
+  heldFor(): string | undefined {
+    const node = (this.machine.root.states.turn as { states: Record<string, { meta?: { resumeOn?: string } }> }).states[this.state()];
+    return node?.meta?.resumeOn;
+  }
+
   /** Whether the machine would take `event` now (its guards decide; nothing is executed). */
   can(event: SessionMachineEvent): boolean {
     if (this.stopped) return false;

@@ -223,6 +223,8 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       states[id] = {
         description: meta.description,
         tags: ['holdsActor'],
+        // What resumes the turn, for whoever asks the session why it waits (LiveMachine.heldFor).
+        meta: { resumeOn: meta.resumeOn },
         entry: halt({ type: 'hold', state: id }),
         on: {
           RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting')] },

@@ -15,7 +15,7 @@
  */
 import type { RuntimeLimits } from '../api.js';
 import { createIdSource } from '../host/clock.js';
-import type { ModelPort, SessionStore } from '../api.js';
+import type { ModelPort, SessionHandle, SessionStore } from '../api.js';
 import { createScriptedModel } from '../models/scripted.js';
 import type { ModelScript } from '../models/script.js';
 import { createRegistries } from '../create-registries.js';
@@ -252,10 +252,11 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
       ...(clientTools.length ? { clientTools } : {}),
       ...(standing.length ? { standingApprovals: standing } : {}),
     });
-    let outcome = await ref.settled;
+    await ref.settled;
     for (;;) {
+      // The session says whether the turn waits, and for what; a turn that ended is done.
       const snap = await s.snapshot();
-      if (snap.state === 'idle' || rt.registries.turnStates.get(outcome.finalizedBy)?.meta.isTerminal) break;
+      if (snap.held === undefined || snap.turnId !== ref.turnId) break;
       const turnId = snap.turnId ?? ref.turnId;
       const answers: (() => Promise<unknown>)[] = [];
       for (const p of snap.pendingApprovals) {
@@ -274,8 +275,8 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
       let waiting = snap.pendingApprovals.length + snap.pendingClientCalls.length;
       // A held state that resumes on a named injection (a peer's envelope, a consumer state):
       // the injection is in the mailbox as `[<resumeOn>] <json>`.
-      const resumeOn = rt.registries.turnStates.get(snap.state)?.meta.resumeOn;
-      if (waiting === 0 && resumeOn && resumeOn !== 'approval-response') {
+      const resumeOn = snap.held.resumeOn;
+      if (waiting === 0 && resumeOn !== 'approval-response') {
         waiting = 1;
         const injected = findInjection(rec, start.turnId, resumeOn, usedInjections);
         if (injected) {
@@ -290,12 +291,12 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
         if (i === starts.length - 1 && !rec.events.some((e) => e.type === 'turn.settled' && e.turnId === start.turnId)) return undefined;
         return `turn ${i} (${turnId}) stopped in "${snap.state}" and the recording holds no answer for ${waiting ? `${waiting - answers.length} of its ${waiting} pending call(s)` : 'it'}`;
       }
-      const stopped = nextStop(s, turnId, snap.lastSeq, rt);
+      const stopped = nextStop(s, turnId, snap.lastSeq);
       for (const a of answers) {
         const r = (await a()) as { ok?: boolean; code?: string; message?: string } | undefined;
         if (r && r.ok === false) return `turn ${i} (${turnId}): the recorded answer was refused (${r.code}: ${r.message})`;
       }
-      outcome = { ...outcome, finalizedBy: await stopped };
+      await stopped;
     }
   }
   await s.idle();
@@ -336,17 +337,25 @@ function findClientResult(
   return undefined;
 }
 
-/** Resolves with the state the turn next stops in: settled, or held again. */
-function nextStop(s: { events(after?: number): import('rxjs').Observable<SessionEvent> }, turnId: string, afterSeq: number, rt: ReplayRuntime): Promise<string> {
+/** Resolves when the turn next stops: settled, or held again (as the session's snapshot says). */
+function nextStop(s: Pick<SessionHandle, 'events' | 'snapshot'>, turnId: string, afterSeq: number): Promise<void> {
   return new Promise((resolve, reject) => {
     let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      resolve();
+      queueMicrotask(() => sub.unsubscribe());
+    };
     const sub = s.events(afterSeq).subscribe({
       next: (e) => {
         if (done || e.turnId !== turnId) return;
-        if (e.type === 'turn.settled' || (e.type === 'turnState.changed' && rt.registries.turnStates.get(e.to)?.meta.holdsActor)) {
-          done = true;
-          resolve(e.type === 'turn.settled' ? e.finalizedBy : e.to);
-          queueMicrotask(() => sub.unsubscribe());
+        if (e.type === 'turn.settled') finish();
+        else if (e.type === 'turnState.changed') {
+          // Nothing but this driver answers the turn, so a turn seen held stays held until it does.
+          s.snapshot().then((snap) => {
+            if (snap.turnId === turnId && snap.held !== undefined) finish();
+          }, reject);
         }
       },
       error: reject,

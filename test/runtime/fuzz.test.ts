@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { SessionHandle } from '../../src/api.js';
+import type { SessionHandle, TurnOutcome } from '../../src/api.js';
 import type { DoubleTextingPolicy } from '../../src/types.js';
 import type { ModelPort, ModelRequest } from '../../src/machines/ports.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -33,6 +33,8 @@ type Kind =
   | 'client'
   | 'on-hold';
 
+/** The states that hold the actor here, and what resumes each (the rest are working or ended). */
+const HELD: Record<string, string | undefined> = { suspended: 'approval-response', delegated: 'peer-envelope', 'on-hold': 'human' };
 const kinds: Kind[] = ['progress', 'lookup', 'gated', 'gated+lookup', 'complete', 'clarifying', 'error', 'passed', 'free-text', 'rejected', 'fail', 'delegated', 'max-tokens', 'streamed', 'client', 'on-hold'];
 
 function response(kind: Kind, n: number, actor: string): ScriptResponse {
@@ -165,6 +167,7 @@ async function runPlan(p: { scripts: Kind[][]; sessions: SessionPlan[]; answerEa
       }
     });
     const accepted: string[] = [];
+    const outcomes: Promise<TurnOutcome>[] = [];
     const rejected: string[] = [];
     const sends: Promise<unknown>[] = [];
     for (const [i, x] of sp.sends.entries()) {
@@ -172,7 +175,10 @@ async function runPlan(p: { scripts: Kind[][]; sessions: SessionPlan[]; answerEa
       const text = `s${si}-m${i}`;
       sends.push(
         s.send(text, { clientTools: [{ name: 'ask_user', description: 'Ask the user in the browser', parameters: { type: 'object' } }] }).then(
-          () => void accepted.push(text),
+          (ref) => {
+            accepted.push(text);
+            outcomes.push(ref.settled);
+          },
           (e: { code?: string }) => {
             expect(e.code).toBe('session.busy');
             rejected.push(text);
@@ -185,6 +191,8 @@ async function runPlan(p: { scripts: Kind[][]; sessions: SessionPlan[]; answerEa
     for (let guard = 0; guard < 200; guard++) {
       const snap = await s.snapshot();
       if (snap.state === 'idle' && snap.queued === 0) break;
+      // session-api:held — the snapshot says what resumes a held turn, and only a held one.
+      expect(snap.held, `snapshot.held in "${snap.state}"`).toEqual(HELD[snap.state] === undefined ? undefined : { resumeOn: HELD[snap.state] });
       if (snap.state === 'suspended') {
         for (const a of snap.pendingApprovals) await answer(a.approvalId);
         for (const c of snap.pendingClientCalls) await s.inject({ kind: 'client-tool-result', callId: c.callId, content: 'the user said yes' }).catch(() => undefined);
@@ -197,6 +205,10 @@ async function runPlan(p: { scripts: Kind[][]; sessions: SessionPlan[]; answerEa
     }
     await Promise.all(eager);
     await s.idle();
+    // session-api:held — a turn that stopped to wait says what resumes it; a turn that ended does not.
+    for (const o of await Promise.all(outcomes)) {
+      expect(o.held, `outcome.held for "${o.finalizedBy}"`).toEqual(HELD[o.finalizedBy] === undefined ? undefined : { resumeOn: HELD[o.finalizedBy] });
+    }
     const snap = await s.snapshot();
     expect(snap.state, `session ${si} ends idle`).toBe('idle');
 

@@ -69,6 +69,34 @@ describe('session API reads', () => {
     await rt.close();
   });
 
+  it('session-api:held — a turn that stops to wait says what resumes it (TurnOutcome.held, SessionSnapshot.held), across a restart; a turn that ended says nothing', async () => {
+    const db = join(dir, 'held.db');
+    const rt = buildDesk({ db, sideLog: join(dir, 'held.log') });
+    const s = await rt.createSession({ actor: 'desk' });
+    const held = await (await s.send('pair Corfu')).settled;
+    expect(held.finalizedBy).toBe('suspended');
+    expect(held.held).toEqual({ resumeOn: 'approval-response' });
+    expect((await s.snapshot()).held).toEqual({ resumeOn: 'approval-response' });
+    await rt.close();
+
+    // The machine is restored from the file: the turn still waits, for the same thing.
+    const again = buildDesk({ db, sideLog: join(dir, 'held.log') });
+    const s2 = (await again.session(s.id))!;
+    const snap = await s2.snapshot();
+    expect(snap.state).toBe('suspended');
+    expect(snap.held).toEqual({ resumeOn: 'approval-response' });
+    for (const a of snap.pendingApprovals) expect((await s2.answerApproval(a.approvalId, { approved: true }, { userId: 'u1' }, 'test')).ok).toBe(true);
+    await s2.idle();
+    const after = await s2.snapshot();
+    expect(after.state).toBe('idle');
+    expect(after.held).toBeUndefined();
+
+    const ended = await (await s2.send('hi there')).settled;
+    expect(ended.finalizedBy).toBe('complete');
+    expect(ended.held).toBeUndefined();
+    await again.close();
+  });
+
   it('session-api:no-store — a SessionRuntime (what transports take) names no store; Runtime.store only reads', () => {
     const rt = desk('types');
     const sessions: SessionRuntime = rt;

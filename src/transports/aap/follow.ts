@@ -8,7 +8,6 @@
  */
 import type { Subscription } from 'rxjs';
 import type { SessionHandle, SessionSnapshot, TurnOutcome } from '../../api.js';
-import type { TurnStateRegistryApi } from '../../registries/types.js';
 import type { SessionEvent } from '../../types.js';
 import type { AapProjector } from './projector.js';
 import type { StopReason } from './types.js';
@@ -32,21 +31,20 @@ export interface TurnFollower {
 export interface FollowOptions {
   handle: SessionHandle;
   projector: AapProjector;
-  turnStates: TurnStateRegistryApi;
   /** Replay starts after this seq. */
   afterSeq: number;
   turnId?: string;
 }
 
-/** Whether a snapshot shows the turn waiting for client action. */
-export function isWaiting(snap: SessionSnapshot, turnId: string, turnStates: TurnStateRegistryApi): boolean {
+/** Whether a snapshot shows the turn waiting for client action (held, with calls pending). */
+export function isWaiting(snap: SessionSnapshot, turnId: string): boolean {
   if (snap.turnId !== turnId) return false;
   if (snap.pendingApprovals.length === 0 && snap.pendingClientCalls.length === 0) return false;
-  return turnStates.get(snap.state)?.meta.holdsActor === true;
+  return snap.held !== undefined;
 }
 
 export function followTurn(opts: FollowOptions): TurnFollower {
-  const { handle, projector, turnStates } = opts;
+  const { handle, projector } = opts;
   let turnId = opts.turnId;
   let buffer: SessionEvent[] | undefined = turnId === undefined ? [] : undefined;
   let stopped = false;
@@ -79,7 +77,7 @@ export function followTurn(opts: FollowOptions): TurnFollower {
       (snap) => {
         checking = false;
         if (stopped) return;
-        if (isWaiting(snap, id, turnStates) && projector.unresolvedCalls().length > 0) {
+        if (isWaiting(snap, id) && projector.unresolvedCalls().length > 0) {
           if (lastSeq >= snap.lastSeq) stop('tool_use');
           else stopAtSeq = snap.lastSeq;
         } else if (recheck) {
@@ -144,7 +142,7 @@ export function followTurn(opts: FollowOptions): TurnFollower {
     check,
     outcome(o, graceMs = 250) {
       if (stopped) return;
-      if (turnStates.get(o.finalizedBy)?.meta.holdsActor === true) {
+      if (o.held !== undefined) {
         check();
         return;
       }

@@ -264,7 +264,7 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
     emit: sink.item,
     knownCalls: known,
   });
-  const follower = followTurn({ handle: ctx.handle, projector, turnStates: ctx.runtime.registries.turnStates, afterSeq });
+  const follower = followTurn({ handle: ctx.handle, projector, afterSeq });
   let closed = false;
   let begun = false;
   const onClose = (): void => {
