@@ -25,12 +25,17 @@ export function toJsonText(value: unknown): string {
 export function truncateJson(json: string, maxChars: number): { result: string; resultTruncated: boolean } {
   checkMax(maxChars);
   if (json.length <= maxChars) return { result: json, resultTruncated: false };
+  return { result: cut(json, maxChars), resultTruncated: true };
+}
+
+/** The first `maxChars` code units of `json` (one fewer if that would split a surrogate pair); `maxChars` already checked. */
+function cut(json: string, maxChars: number): string {
   let end = maxChars;
   if (end > 0) {
     const c = json.charCodeAt(end - 1);
     if (c >= 0xd800 && c <= 0xdbff) end -= 1;
   }
-  return { result: json.slice(0, end), resultTruncated: true };
+  return json.slice(0, end);
 }
 
 /** The logged form of a result: its JSON text, cut to `maxChars`. */
@@ -126,7 +131,7 @@ export function executionRecordOf(
     tool: tool.name,
     callId: call.callId,
     args,
-    result: truncated ? truncateJson(resultJson, maxResultChars).result : resultJson,
+    result: truncated ? cut(resultJson, maxResultChars) : resultJson,
     resultTruncated: truncated,
     isError,
     durationMs,
