@@ -55,6 +55,17 @@ describe('execution log helpers', () => {
     expect(buildExecutionRecord({ ...base, scope: 'generalist', routing: 'routed' }).kind).toBe('generalist_execution');
   });
 
+  it('router:execution:truncated — a record cut to maxResultChars is flagged and never splits a surrogate pair', () => {
+    const base = {
+      sessionId: 's', turnId: 't', actor: 'a', tool: 'x', callId: 'c', args: {}, isError: false, durationMs: 0, startedAt: 0,
+      scope: 'generalist' as const, routing: 'routed' as const, resultJson: JSON.stringify('ab😀c'),
+    };
+    expect(buildExecutionRecord({ ...base, maxResultChars: 4 })).toMatchObject({ result: '"ab', resultTruncated: true });
+    expect(buildExecutionRecord({ ...base, maxResultChars: 5 })).toMatchObject({ result: '"ab😀', resultTruncated: true });
+    expect(buildExecutionRecord({ ...base, maxResultChars: 7 })).toMatchObject({ result: '"ab😀c"', resultTruncated: false });
+    expect(() => buildExecutionRecord({ ...base, maxResultChars: -1 })).toThrow(/non-negative integer/);
+  });
+
   it('router:every-call:logged — MemoryExecutionLog filters and honours its capacity', () => {
     const log = new MemoryExecutionLog(2);
     const mk = (sessionId: string, tool: string) =>
