@@ -10,7 +10,7 @@
 // Uses the built package (dist/, `npm run build`); from a source checkout:
 //   node --import tsx bench/suites/anthropic-adapter.mjs [--quick]
 import Anthropic from '@anthropic-ai/sdk';
-import { cpuMicros } from '../lib.mjs';
+import { cpuMicros, summarize } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
 const { createAnthropicModel, buildRequest } = await loadBuild('models/anthropic.js');
@@ -137,11 +137,7 @@ for (let r = 0; r < ROUNDS; r++) {
 }
 await server.close();
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+const median = (xs) => summarize(xs).median;
 const ref = median(cpu['sdk messages.stream()']);
 const floor = median(cpu['sdk messages.create(stream)']);
 const rows = names.map((n) => {

@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuMicros } from '../lib.mjs';
+import { cpuMicros, summarize } from '../lib.mjs';
 import { close, counters, makeRuntime } from '../peers/turnstate.mjs';
 import { USER_TEXT } from '../peers/script.mjs';
 
@@ -19,7 +19,7 @@ const LONG = QUICK ? [1_000] : [1_000, 5_000];
 const BLOCK = 20;
 const ROUNDS = QUICK ? 3 : 7;
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const median = (xs) => summarize(xs).median;
 
 async function turn(runtime, s, passivate) {
   const before = counters.modelCalls;

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cpuMicros } from '../lib.mjs';
+import { cpuMicros, summarize } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
 const { createMemoryStore } = await loadBuild('stores/index.js');
@@ -38,7 +38,7 @@ function step(sessionId, n) {
 }
 
 const session = (id) => ({ id, actor: 'concierge', createdAt: AT, doubleTexting: 'queue' });
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+const median = (xs) => summarize(xs).median;
 const us = (t0) => Number(process.hrtime.bigint() - t0) / 1000;
 
 function measure(label, store, steps) {
