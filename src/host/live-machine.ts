@@ -99,9 +99,14 @@ export class LiveMachine {
     else this.actor.send(event);
   }
 
+  /** The machine's turn-state nodes, by turn state id. */
+  private get turnStates(): Record<string, { meta?: { resumeOn?: string } }> {
+    return (this.machine.root.states.turn as { states: Record<string, { meta?: { resumeOn?: string } }> }).states;
+  }
+
   /** Whether the machine has a node for turn state `id` (one registered after it was built has none). */
   hasState(id: string): boolean {
-    return Object.hasOwn((this.machine.root.states.turn as { states: Record<string, unknown> }).states, id);
+    return Object.hasOwn(this.turnStates, id);
   }
 
   /**
@@ -109,8 +114,7 @@ export class LiveMachine {
    * 'approval-response', 'peer-envelope', ...); undefined while the turn works, ends or is absent.
    */
   heldFor(): string | undefined {
-    const node = (this.machine.root.states.turn as { states: Record<string, { meta?: { resumeOn?: string } }> }).states[this.state()];
-    return node?.meta?.resumeOn;
+    return this.turnStates[this.state()]?.meta?.resumeOn;
   }
 
   /** Whether the machine would take `event` now (its guards decide; nothing is executed). */

@@ -257,7 +257,7 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
       // The session says whether the turn waits, and for what; a turn that ended is done.
       const snap = await s.snapshot();
       if (snap.held === undefined || snap.turnId !== ref.turnId) break;
-      const turnId = snap.turnId ?? ref.turnId;
+      const turnId = ref.turnId;
       const answers: (() => Promise<unknown>)[] = [];
       for (const p of snap.pendingApprovals) {
         const recorded = findApproval(rec, p, start.turnId, match, usedApprovals);

@@ -11,8 +11,7 @@
  *   call, or an output-schema violation becomes an `isError` result: dispatchTool never rejects.
  *   The handler runs inline here; what its answer becomes (views, text, record) is attempt.ts's.
  */
-// The module's binding, not the global: on Node 20 `globalThis.performance` is a getter (about
-// 15 ns a read here); a routed call read it twice, and the two reads cost 5-10% of the call.
+// The module's binding, not the global getter: see attempt.ts.
 import { performance } from 'node:perf_hooks';
 import { Subject, filter, type Observable, type Subscription } from 'rxjs';
 import { TurnstateError } from '../errors.js';
