@@ -21,6 +21,7 @@ import {
   type SessionMachine,
   type SessionMachineEvent,
   type SessionMachineInput,
+  upgradeSessionSnapshot,
 } from '../machines/session.machine.js';
 
 export function isIdleSnapshot(snapshot: unknown): boolean {
@@ -44,9 +45,10 @@ export class LiveMachine {
     /** The machine's input (computed when XState needs it: an idle live session keeps no copy). */
     private readonly entryActor: string,
     private readonly limits: RuntimeLimits,
-    snapshot: unknown,
+    stored: unknown,
     private readonly inspect: ((event: unknown) => void) | { next?: (event: unknown) => void } | undefined,
   ) {
+    const snapshot = upgradeSessionSnapshot(machine, stored);
     if (!inspect) this.run = compiledSessionRun(machine, snapshot ?? this.initial());
     if (this.run) return;
     // An idle session sleeps from the start (no live actor: an idle session costs little).

@@ -68,12 +68,11 @@ export async function recoverTurn(core: HostCore, loop: EffectLoop, t: ActiveTur
   }
   if (machine.effects.length === 0) {
     // Every pending call answered while the process was down: the machine may resume the turn.
+    // Otherwise every state where a turn can rest answers RECOVER with its effect.
     const answered = { type: 'RESUME', resumeOn: CALLS_ANSWERED } as const;
     if (t.pending.size === 0 && machine.can(answered)) machine.send(answered);
     else machine.send({ type: 'RECOVER', pending: t.pending.size });
   }
-  // A snapshot from before the machine kept where a turn rests: the turn waits.
-  if (machine.effects.length === 0) machine.effects.push({ type: 'hold', state: machine.state() });
 }
 
 export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable<HostState['turn']>): Promise<RecoveryPlan> {

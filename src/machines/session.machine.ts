@@ -308,6 +308,22 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
 export type SessionMachine = ReturnType<typeof createSessionMachine>;
 
 /**
+ * A persisted snapshot from before the machine kept where a turn rests (`context.halt`) gets it
+ * from the node the turn rests in, that node's entry effect, so `RECOVER` repeats it as it does for a
+ * snapshot written now. Any other snapshot is returned as it is.
+ */
+export function upgradeSessionSnapshot(machine: SessionMachine, snapshot: unknown): unknown {
+  const s = snapshot as { value?: unknown; context?: Record<string, unknown> } | null;
+  if (!s?.context || 'halt' in s.context) return snapshot;
+  // Held and ending nodes are leaves of `turn`: { turn: 'suspended' }.
+  const id = (s.value as { turn?: unknown } | undefined)?.turn;
+  const node = typeof id === 'string' ? machine.root.states.turn?.states[id] : undefined;
+  const entry = (node?.entry ?? []) as readonly { type?: string; params?: Halt }[];
+  const halt = entry.find((a) => a.type === 'emitHalt')?.params;
+  return { ...s, context: { ...s.context, halt: halt ?? null } };
+}
+
+/**
  * A session's machine run compiled (compiled-machine.ts) from `snapshot` (a persisted snapshot,
  * XState's shape); null when this machine does not compile and must run on an XState actor.
  */

@@ -15,7 +15,7 @@ import type { SessionStore } from '../../src/machines/ports.js';
 import type { SessionHandle } from '../../src/api.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime, type TurnstateRuntime } from '../../src/runtime.js';
-import type { SessionEvent } from '../../src/types.js';
+import type { SessionEvent, StepCommit } from '../../src/types.js';
 import { TRAVEL_SCRIPT, travelSetup } from '../replay/fixtures.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import { buildDesk, sideEffects } from './fixtures/scenario.js';
@@ -27,8 +27,19 @@ const WRITES = new Set(['commit', 'resolveApproval', 'createSession', 'deleteSes
 
 class SimulatedCrash extends Error {}
 
-/** A store whose writes fail from the `dieAt`-th on (1-based); counts writes. */
-function crashingStore(inner: SessionStore, dieAt: number, group: boolean): { store: SessionStore; writes: () => number; dead: () => boolean; died: Promise<never> } {
+/** A snapshot as a turnstate from before `halt` (where a turn rests) wrote it: the machine's context without it. */
+function withoutHalt(step: StepCommit): StepCommit {
+  const snap = step.snapshot as { machine?: { context?: Record<string, unknown> } } | undefined;
+  if (!snap?.machine?.context || !('halt' in snap.machine.context)) return step;
+  const { halt: _halt, ...context } = snap.machine.context;
+  return { ...step, snapshot: { ...snap, machine: { ...snap.machine, context } } as StepCommit['snapshot'] };
+}
+
+/**
+ * A store whose writes fail from the `dieAt`-th on (1-based); counts writes. `legacy`: its
+ * snapshots are written as an older turnstate wrote them (withoutHalt).
+ */
+function crashingStore(inner: SessionStore, dieAt: number, group: boolean, legacy = false): { store: SessionStore; writes: () => number; dead: () => boolean; died: Promise<never> } {
   let writes = 0;
   let dead = false;
   let die!: (e: Error) => void;
@@ -48,6 +59,7 @@ function crashingStore(inner: SessionStore, dieAt: number, group: boolean): { st
           die(err);
           throw err;
         }
+        if (legacy && prop === 'commit') args[1] = withoutHalt(args[1] as StepCommit);
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -131,13 +143,15 @@ async function finish(rt: TurnstateRuntime): Promise<void> {
 const settledStates = (log: readonly SessionEvent[]) => log.flatMap((e) => (e.type === 'turn.settled' ? [e.finalizedBy] : []));
 
 describe.each([
-  ['per-step commits', false],
-  ['group commit', true],
-])('crash at every store write (%s)', (mode, group) => {
+  ['per-step commits', false, false],
+  ['group commit', true, false],
+  // A file an older turnstate wrote (no `halt` in its snapshots): recovering from it keeps every guarantee.
+  ['per-step commits, snapshots without halt', false, true],
+])('crash at every store write (%s)', (mode, group, legacy) => {
   it.each([DESK, TRAVEL])(`durability:crash-points — death before any write N, then recovery: no gap, no duplicate, no tool twice, every turn settles as undisturbed (${mode}; $name)`, async (c) => {
-    const tag = `${c === DESK ? 'desk' : 'travel'}-${group}`;
+    const tag = `${c === DESK ? 'desk' : 'travel'}-${group}-${legacy}`;
     // Count the writes of an undisturbed run.
-    const base = crashingStore(createSqliteStore({ path: join(dir, `base-${tag}.db`) }), Infinity, group);
+    const base = crashingStore(createSqliteStore({ path: join(dir, `base-${tag}.db`) }), Infinity, group, legacy);
     const rt0 = c.open(base.store, join(dir, `base-${tag}.log`));
     await converse(c, rt0, base.dead, base.died);
     const total = base.writes();
@@ -148,7 +162,7 @@ describe.each([
     for (let n = 1; n <= total; n++) {
       const db = join(dir, `c${n}-${tag}.db`);
       const sideLog = join(dir, `c${n}-${tag}.log`);
-      const crashing = crashingStore(createSqliteStore({ path: db }), n, group);
+      const crashing = crashingStore(createSqliteStore({ path: db }), n, group, legacy);
       const rt1 = c.open(crashing.store, sideLog);
       await converse(c, rt1, crashing.dead, crashing.died).catch((e: unknown) => {
         if (!crashing.dead()) throw e;

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createActorMachine, DEFAULT_LOOP_LIMITS, type ActorLoopEvent } from '../../src/machines/actor.machine.js';
-import { createSessionMachine } from '../../src/machines/session.machine.js';
+import { compiledSessionRun, createSessionMachine, upgradeSessionSnapshot } from '../../src/machines/session.machine.js';
 import { createRegistries } from '../../src/create-registries.js';
 import { registerConsumerStates } from './graph-fixtures.js';
 
@@ -172,6 +172,48 @@ describe('createSessionMachine(registries.turnStates)', () => {
     expect(turnOf(b.getSnapshot().value)).toBe('awaiting.dispatching');
     b.send({ type: 'HOLD', to: 'suspended' });
     expect(turnOf(b.getSnapshot().value)).toBe('suspended');
+  });
+
+  it('machine:session:recover-legacy-snapshot — a turn resting in a held or ending node of a snapshot without `halt` repeats that node\'s effect on RECOVER, run on XState and compiled', () => {
+    const r = registriesWithConsumers();
+    const m = createSessionMachine(r.turnStates);
+    const base = start(m).getPersistedSnapshot() as unknown as { context: Record<string, unknown> };
+    const resting = r.turnStates.list().filter((d) => d.meta.isTerminal || (d.meta.holdsActor && !d.meta.handsOff));
+    expect(resting.length).toBeGreaterThan(4);
+    for (const def of resting) {
+      const { halt: _halt, ...context } = base.context;
+      const legacy = { ...base, value: { turn: def.id }, context: { ...context, turnId: 't1' } };
+      const expected = def.meta.isTerminal
+        ? { type: 'settle', state: def.id, emitsEnvelope: def.meta.emitsEnvelope }
+        : { type: 'hold', state: def.id };
+
+      // As stored, the snapshot does not say where the turn rests: RECOVER repeats nothing.
+      const stored: unknown[] = [];
+      const raw = createActor(m, { input: { entryActor: 'a' }, snapshot: legacy as any });
+      raw.on('*', (e) => stored.push(e));
+      raw.start();
+      raw.send({ type: 'RECOVER' });
+      expect(stored, def.id).toEqual([]);
+
+      const upgraded = upgradeSessionSnapshot(m, legacy);
+      const onXState: unknown[] = [];
+      const a = createActor(m, { input: { entryActor: 'a' }, snapshot: upgraded as any });
+      a.on('*', (e) => onXState.push(e));
+      a.start();
+      a.send({ type: 'RECOVER' });
+      expect(onXState, def.id).toEqual([expected]);
+
+      const run = compiledSessionRun(m, upgraded);
+      expect(run, 'the session machine compiles').not.toBeNull();
+      const compiled: unknown[] = [];
+      run!.handle({ type: 'RECOVER' }, compiled as never);
+      expect(compiled, def.id).toEqual([expected]);
+    }
+    // A snapshot that records it (every one written now), or whose turn works, is left as it is.
+    const now = { ...base, value: { turn: 'suspended' } };
+    expect(upgradeSessionSnapshot(m, now)).toBe(now);
+    const { halt: _h, ...working } = base.context;
+    expect((upgradeSessionSnapshot(m, { ...base, value: { turn: { awaiting: 'ready' } }, context: working }) as typeof base).context.halt).toBeNull();
   });
 });
 
