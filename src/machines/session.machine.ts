@@ -157,6 +157,8 @@ export const sessionActionSpecs = {
   },
   recordHalt: { assign: (_: Args, params: Halt) => ({ halt: params }) },
   emitHalt: { emit: (_: Args, params: Halt) => params },
+  /** A held turn goes on (or fails): it rests nowhere until the next hold or settlement. */
+  clearHalt: { assign: () => ({ halt: null }) },
   /** Recovery: the effect of where the turn rests, asked for again. */
   replayHalt: { emit: ({ context }: Args) => context.halt ?? { type: 'hold', state: 'idle' } },
   emitJoin: { emit: () => JOIN_EFFECT },
@@ -226,6 +228,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         // What resumes the turn, for whoever asks the session why it waits (LiveMachine.heldFor).
         meta: { resumeOn: meta.resumeOn },
         entry: halt({ type: 'hold', state: id }),
+        exit: [{ type: 'clearHalt' }],
         on: {
           RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting')] },
           FAIL: fail(id),

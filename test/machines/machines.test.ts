@@ -209,6 +209,15 @@ describe('createSessionMachine(registries.turnStates)', () => {
       run!.handle({ type: 'RECOVER' }, compiled as never);
       expect(compiled, def.id).toEqual([expected]);
     }
+    // A turn that goes on from a hold rests nowhere: its snapshot says so.
+    const held = start(m);
+    held.send({ type: 'START', turnId: 't2' });
+    held.send({ type: 'HOLD', to: 'suspended' });
+    expect(held.getSnapshot().context.halt).toEqual({ type: 'hold', state: 'suspended' });
+    held.send({ type: 'RESUME', resumeOn: 'approval-response' });
+    expect(turnOf(held.getSnapshot().value)).toBe('awaiting.ready');
+    expect(held.getSnapshot().context.halt).toBeNull();
+
     // A snapshot that records it (every one written now), or whose turn works, is left as it is.
     const now = { ...base, value: { turn: 'suspended' } };
     expect(upgradeSessionSnapshot(m, now)).toBe(now);
