@@ -6,12 +6,13 @@
  * (docs/architecture.md), not from the machine's config: a terminal state settles, a holding
  * state holds, a hand-off passes the turn (or fails over its budget), every change of state is
  * announced, a blown budget fails with its code, and a loop that is ready asks for the next call.
+ * After a restart (RECOVER), a resting turn repeats its effect and a working one continues.
  */
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { createRegistries } from '../../src/create-registries.js';
-import { compiledSessionRun, createSessionMachine, type SessionEffect } from '../../src/machines/session.machine.js';
+import { compiledSessionRun, createSessionMachine, upgradeSessionSnapshot, type SessionEffect } from '../../src/machines/session.machine.js';
 import { MACHINE_INPUT, labelOf, loopKey, registerConsumerStates, shortKey, subOf } from './graph-fixtures.js';
 
 const registries = createRegistries();
@@ -214,6 +215,49 @@ describe('session machine: the effects of every generated path', () => {
       expect(steps).toBeGreaterThan(paths.length);
     });
   }
+
+  it('effects:recover — "recovery computes a plan that is fed to the machine as events", and the machine decides: restored from the persisted snapshot at the end of every shortest path, RECOVER emits what the registry calls for (a resting turn repeats its effect, a working one continues its loop), written now or by an older turnstate, on XState and compiled', () => {
+    /** The oracle for RECOVER with `pending` calls still waiting, from the state restored. */
+    const recovered = (value: unknown, pending: number): Fx[] => {
+      if (value === 'idle') return [];
+      const state = labelOf(value);
+      const m = meta(state);
+      if (m.isTerminal) return [{ type: 'settle', state, emitsEnvelope: m.emitsEnvelope }];
+      if (m.holdsActor) return [{ type: 'hold', state }];
+      const phase = subOf(value);
+      // A ready or dispatching loop with calls still waiting holds for them; any other continues.
+      if (pending > 0 && phase !== 'calling') return [{ type: 'state.changed', from: state, to: 'suspended', actor: 'a' }, { type: 'hold', state: 'suspended' }];
+      return [{ type: 'model.next' }];
+    };
+    let checked = 0;
+    for (const path of shortest) {
+      const actor = createActor(machine, { input: MACHINE_INPUT, snapshot: path.state as any });
+      actor.start();
+      const written = actor.getPersistedSnapshot() as unknown as { value: unknown; context: Record<string, unknown> };
+      actor.stop();
+      const { halt: _halt, ...olderContext } = written.context;
+      const older = upgradeSessionSnapshot(machine, { ...written, context: olderContext });
+      for (const snapshot of [written, older]) {
+        for (const pending of [0, 1]) {
+          const want = recovered(written.value, pending).map((f) => (f.type === 'state.changed' ? { ...f, actor: (written.context.actor ?? written.context.entryActor) as string } : f));
+          const where = `${JSON.stringify(written.value)}, pending ${pending}${snapshot === older ? ', older snapshot' : ''}`;
+          const live = createActor(machine, { input: MACHINE_INPUT, snapshot: snapshot as any });
+          const got: Fx[] = [];
+          live.on('*', (e) => got.push(brief(e as SessionEffect)));
+          live.start();
+          live.send({ type: 'RECOVER', pending });
+          live.stop();
+          expect(got, where).toEqual(want);
+          const out: SessionEffect[] = [];
+          const recover: Ev = { type: 'RECOVER', pending };
+          compiledSessionRun(machine, snapshot)!.handle(recover, out);
+          expect(out.map(brief), `${where}, compiled`).toEqual(want);
+          checked++;
+        }
+      }
+    }
+    expect(checked).toBe(shortest.length * 4);
+  });
 
   it('effects:turn — one whole turn (two tool rounds, then complete) emits the host\'s work list in order', () => {
     const events: Ev[] = [

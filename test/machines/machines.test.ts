@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor } from 'xstate';
 import { createActorMachine, DEFAULT_LOOP_LIMITS, type ActorLoopEvent } from '../../src/machines/actor.machine.js';
-import { compiledSessionRun, createSessionMachine, upgradeSessionSnapshot } from '../../src/machines/session.machine.js';
+import { createSessionMachine, upgradeSessionSnapshot } from '../../src/machines/session.machine.js';
 import { createRegistries } from '../../src/create-registries.js';
 import { registerConsumerStates } from './graph-fixtures.js';
 
@@ -174,55 +174,34 @@ describe('createSessionMachine(registries.turnStates)', () => {
     expect(turnOf(b.getSnapshot().value)).toBe('suspended');
   });
 
-  it('machine:session:recover-legacy-snapshot — a turn resting in a held or ending node of a snapshot without `halt` repeats that node\'s effect on RECOVER, run on XState and compiled', () => {
+  it('machine:session:halt — "where the current turn rests (held or ending); null while it works": kept by the machine, and given by upgradeSessionSnapshot to a snapshot from before it was kept', () => {
     const r = registriesWithConsumers();
     const m = createSessionMachine(r.turnStates);
-    const base = start(m).getPersistedSnapshot() as unknown as { context: Record<string, unknown> };
-    const resting = r.turnStates.list().filter((d) => d.meta.isTerminal || (d.meta.holdsActor && !d.meta.handsOff));
-    expect(resting.length).toBeGreaterThan(4);
-    for (const def of resting) {
-      const { halt: _halt, ...context } = base.context;
-      const legacy = { ...base, value: { turn: def.id }, context: { ...context, turnId: 't1' } };
-      const expected = def.meta.isTerminal
-        ? { type: 'settle', state: def.id, emitsEnvelope: def.meta.emitsEnvelope }
-        : { type: 'hold', state: def.id };
+    const a = start(m);
+    a.send({ type: 'START', turnId: 't2' });
+    expect(a.getSnapshot().context.halt).toBeNull();
+    a.send({ type: 'HOLD', to: 'suspended' });
+    expect(a.getSnapshot().context.halt).toEqual({ type: 'hold', state: 'suspended' });
+    a.send({ type: 'RESUME', resumeOn: 'approval-response' });
+    expect(turnOf(a.getSnapshot().value)).toBe('awaiting.ready');
+    expect(a.getSnapshot().context.halt).toBeNull();
+    a.send({ type: 'RESPOND', to: 'complete' });
+    expect(a.getSnapshot().context.halt).toEqual({ type: 'settle', state: 'complete', emitsEnvelope: true });
 
-      // As stored, the snapshot does not say where the turn rests: RECOVER repeats nothing.
-      const stored: unknown[] = [];
-      const raw = createActor(m, { input: { entryActor: 'a' }, snapshot: legacy as any });
-      raw.on('*', (e) => stored.push(e));
-      raw.start();
-      raw.send({ type: 'RECOVER' });
-      expect(stored, def.id).toEqual([]);
-
-      const upgraded = upgradeSessionSnapshot(m, legacy);
-      const onXState: unknown[] = [];
-      const a = createActor(m, { input: { entryActor: 'a' }, snapshot: upgraded as any });
-      a.on('*', (e) => onXState.push(e));
-      a.start();
-      a.send({ type: 'RECOVER' });
-      expect(onXState, def.id).toEqual([expected]);
-
-      const run = compiledSessionRun(m, upgraded);
-      expect(run, 'the session machine compiles').not.toBeNull();
-      const compiled: unknown[] = [];
-      run!.handle({ type: 'RECOVER' }, compiled as never);
-      expect(compiled, def.id).toEqual([expected]);
-    }
-    // A turn that goes on from a hold rests nowhere: its snapshot says so.
-    const held = start(m);
-    held.send({ type: 'START', turnId: 't2' });
-    held.send({ type: 'HOLD', to: 'suspended' });
-    expect(held.getSnapshot().context.halt).toEqual({ type: 'hold', state: 'suspended' });
-    held.send({ type: 'RESUME', resumeOn: 'approval-response' });
-    expect(turnOf(held.getSnapshot().value)).toBe('awaiting.ready');
-    expect(held.getSnapshot().context.halt).toBeNull();
-
-    // A snapshot that records it (every one written now), or whose turn works, is left as it is.
-    const now = { ...base, value: { turn: 'suspended' } };
-    expect(upgradeSessionSnapshot(m, now)).toBe(now);
-    const { halt: _h, ...working } = base.context;
-    expect((upgradeSessionSnapshot(m, { ...base, value: { turn: { awaiting: 'ready' } }, context: working }) as typeof base).context.halt).toBeNull();
+    // Without it a resting turn would repeat nothing on RECOVER (effects:recover checks the rest).
+    const written = a.getPersistedSnapshot() as unknown as { value: unknown; context: Record<string, unknown> };
+    const { halt: _halt, ...context } = written.context;
+    const older = { ...written, context };
+    const repeated: unknown[] = [];
+    const raw = createActor(m, { input: { entryActor: 'a' }, snapshot: older as any });
+    raw.on('*', (e) => repeated.push(e));
+    raw.start();
+    raw.send({ type: 'RECOVER' });
+    expect(repeated).toEqual([]);
+    expect((upgradeSessionSnapshot(m, older) as typeof written).context.halt).toEqual({ type: 'settle', state: 'complete', emitsEnvelope: true });
+    // A snapshot written now is left as it is; an older one of a working turn rests nowhere.
+    expect(upgradeSessionSnapshot(m, written)).toBe(written);
+    expect((upgradeSessionSnapshot(m, { ...older, value: { turn: { awaiting: 'ready' } } }) as typeof written).context.halt).toBeNull();
   });
 });
 
