@@ -172,8 +172,8 @@ export class EffectLoop {
     if (f) await f;
     this.host.journal.barrier();
     const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts.slice(), usage: t.usage };
-    const resumeOn = this.host.machine.heldFor();
-    if (resumeOn !== undefined) outcome.held = { resumeOn };
+    const held = this.host.machine.held();
+    if (held !== undefined) outcome.held = held;
     t.resolve(outcome);
     return HELD;
   }

@@ -113,10 +113,12 @@ export class LiveMachine {
 
   /**
    * What resumes the turn while the machine holds it (the `resumeOn` its held state carries:
-   * 'approval-response', 'peer-envelope', ...); undefined while the turn works, ends or is absent.
+   * 'approval-response', 'peer-envelope', ...), as TurnOutcome and SessionSnapshot carry it;
+   * undefined while the turn works, ends or is absent.
    */
-  heldFor(): string | undefined {
-    return this.turnStates[this.state()]?.meta?.resumeOn;
+  held(): { resumeOn: string } | undefined {
+    const resumeOn = this.turnStates[this.state()]?.meta?.resumeOn;
+    return resumeOn === undefined ? undefined : { resumeOn };
   }
 
   /** Whether the machine would take `event` now (its guards decide; nothing is executed). */

@@ -22,7 +22,7 @@ export async function sessionSnapshot(core: HostCore, queued: number): Promise<S
   if (t) snap.turnId = t.turnId;
   const acting = core.machine.context().actor;
   if (t && acting) snap.actingActor = acting;
-  const resumeOn = t ? core.machine.heldFor() : undefined;
-  if (resumeOn !== undefined) snap.held = { resumeOn };
+  const held = t ? core.machine.held() : undefined;
+  if (held !== undefined) snap.held = held;
   return snap;
 }

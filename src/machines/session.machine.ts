@@ -159,8 +159,8 @@ export const sessionActionSpecs = {
   emitHalt: { emit: (_: Args, params: Halt) => params },
   /** A held turn goes on (or fails): it rests nowhere until the next hold or settlement. */
   clearHalt: { assign: () => ({ halt: null }) },
-  /** Recovery: the effect of where the turn rests, asked for again. */
-  replayHalt: { emit: ({ context }: Args) => context.halt ?? { type: 'hold', state: 'idle' } },
+  /** Recovery: the effect of where the turn rests, asked for again (only under `halted`). */
+  replayHalt: { emit: ({ context }: Args) => context.halt as Halt },
   emitJoin: { emit: () => JOIN_EFFECT },
   recordSettled: { assign: (_: Args, params: { state: string }) => ({ lastSettled: params.state, turnId: null, halt: null }) },
 } satisfies ActionSpecs<SessionContext>;
@@ -225,7 +225,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       states[id] = {
         description: meta.description,
         tags: ['holdsActor'],
-        // What resumes the turn, for whoever asks the session why it waits (LiveMachine.heldFor).
+        // What resumes the turn, for whoever asks the session why it waits (LiveMachine.held).
         meta: { resumeOn: meta.resumeOn },
         entry: halt({ type: 'hold', state: id }),
         exit: [{ type: 'clearHalt' }],

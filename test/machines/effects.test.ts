@@ -217,8 +217,8 @@ describe('session machine: the effects of every generated path', () => {
   }
 
   it('effects:recover — "recovery computes a plan that is fed to the machine as events", and the machine decides: restored from the persisted snapshot at the end of every shortest path, RECOVER emits what the registry calls for (a resting turn repeats its effect, a working one continues its loop), written now or by an older turnstate, on XState and compiled', () => {
-    /** The oracle for RECOVER with `pending` calls still waiting, from the state restored. */
-    const recovered = (value: unknown, pending: number): Fx[] => {
+    /** The oracle for RECOVER with `pending` calls still waiting, from the state restored and its acting actor. */
+    const recovered = (value: unknown, pending: number, actor: string): Fx[] => {
       if (value === 'idle') return [];
       const state = labelOf(value);
       const m = meta(state);
@@ -226,7 +226,7 @@ describe('session machine: the effects of every generated path', () => {
       if (m.holdsActor) return [{ type: 'hold', state }];
       const phase = subOf(value);
       // A ready or dispatching loop with calls still waiting holds for them; any other continues.
-      if (pending > 0 && phase !== 'calling') return [{ type: 'state.changed', from: state, to: 'suspended', actor: 'a' }, { type: 'hold', state: 'suspended' }];
+      if (pending > 0 && phase !== 'calling') return [{ type: 'state.changed', from: state, to: 'suspended', actor }, { type: 'hold', state: 'suspended' }];
       return [{ type: 'model.next' }];
     };
     let checked = 0;
@@ -239,7 +239,7 @@ describe('session machine: the effects of every generated path', () => {
       const older = upgradeSessionSnapshot(machine, { ...written, context: olderContext });
       for (const snapshot of [written, older]) {
         for (const pending of [0, 1]) {
-          const want = recovered(written.value, pending).map((f) => (f.type === 'state.changed' ? { ...f, actor: (written.context.actor ?? written.context.entryActor) as string } : f));
+          const want = recovered(written.value, pending, (written.context.actor ?? written.context.entryActor) as string);
           const where = `${JSON.stringify(written.value)}, pending ${pending}${snapshot === older ? ', older snapshot' : ''}`;
           const live = createActor(machine, { input: MACHINE_INPUT, snapshot: snapshot as any });
           const got: Fx[] = [];
