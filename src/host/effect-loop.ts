@@ -218,12 +218,9 @@ export class EffectLoop {
         t.response = { actor: actorName, tools, toolUses: o.toolUses };
         if (o.change) this.publishChange(t, actorName, o.change);
         // Told before the response's records are awaited: from here the machine knows where the
-        // turn goes (a double-texted message sees a turn that is ending, and queues). A state
-        // change this machine knows reaches it as the model's RESPOND (the same guards decide;
-        // one event per response); anything else as the response's summary.
-        const change = o.summary.change;
-        if (change && this.host.machine.hasState(change.to)) this.host.machine.send({ type: 'RESPOND', ...change });
-        else this.host.machine.send({ type: 'MODEL_DONE', ...o.summary });
+        // turn goes (a double-texted message sees a turn that is ending, and queues). The summary
+        // is all it gets: its guards decide whether a requested state change is one it knows.
+        this.host.machine.send({ type: 'MODEL_DONE', ...o.summary });
         if (o.written) await o.written;
         return GO_ON;
       }

@@ -106,11 +106,6 @@ export class LiveMachine {
     return (this.machine.root.states.turn as { states: Record<string, { meta?: { resumeOn?: string } }> }).states;
   }
 
-  /** Whether the machine has a node for turn state `id` (one registered after it was built has none). */
-  hasState(id: string): boolean {
-    return Object.hasOwn(this.turnStates, id);
-  }
-
   /**
    * What resumes the turn while the machine holds it (the `resumeOn` its held state carries:
    * 'approval-response', 'peer-envelope', ...), as TurnOutcome and SessionSnapshot carry it;

@@ -93,6 +93,29 @@ describe('runtime: inspect', () => {
     await rt.close();
   });
 
+  it('runtime:inspect:machine-decides — "the machine decides, the host executes": every model response reaches the session machine as one MODEL_DONE carrying its summary, and the state change it asks for is the machine\'s own RESPOND', async () => {
+    const seen: InspectionEvent[] = [];
+    const rt = setupRuntime((e) => seen.push(e as InspectionEvent));
+    const s = await rt.createSession({ actor: 'alpha' });
+    expect((await (await s.send('find corfu')).settled).finalizedBy).toBe('complete');
+    const sessionActor = seen.find((e) => e.type === '@xstate.actor')!.actorRef;
+    const events = seen.filter((e): e is InspectionEvent & { type: '@xstate.event' } => e.type === '@xstate.event' && e.actorRef === sessionActor);
+    const fromHost = events.filter((e) => e.sourceRef === undefined).map((e) => e.event);
+    const fromMachine = events.filter((e) => e.sourceRef === sessionActor).map((e) => e.event);
+    // Two model calls, two responses; the host sends each as its summary, never a RESPOND of its own.
+    const responses = fromHost.filter((e) => e.type === 'MODEL_DONE');
+    expect(responses).toHaveLength(2);
+    // The first stays in `awaiting` (no change) and calls a tool; the second asks for `complete`.
+    expect(responses.map((e) => e.change?.to)).toEqual([undefined, 'complete']);
+    expect(responses.map((e) => e.toolUses)).toEqual([1, 0]);
+    expect(fromHost.map((e) => e.type)).not.toContain('RESPOND');
+    // The machine's guard found `complete` known: it sent itself the change, right after the response.
+    expect(fromMachine.map((e) => e.type)).toEqual(['RESPOND']);
+    expect(fromMachine[0]!.to).toBe('complete');
+    for (const r of fromMachine) expect(events[events.findIndex((e) => e.event === r) - 1]!.event.type).toBe('MODEL_DONE');
+    await rt.close();
+  });
+
   it('runtime:inspect:statelyai-server — @statelyai/inspect\'s local inspector server relays the session actor to a connected client, offline', async () => {
     const port = await freePort();
     const url = `ws://127.0.0.1:${port}`;
