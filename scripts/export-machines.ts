@@ -252,16 +252,24 @@ export const EVENT_DOCS: Record<string, { payload: string; meaning: string }> = 
     meaning: 'The host calls the model (from `dispatching`: the tool results are in); counted against the model-call budget.',
   },
   MODEL_DONE: {
-    payload: "`next`: `dispatch` \\| `call` \\| `rejected` \\| `free-text`",
-    meaning: 'The model response is complete; `next` says what it asked for: tools to run, another call, or a retry after a rejected respond() / free text.',
+    payload: 'the response\'s summary: `change?`, `toolUses`, `rejected`, `applied`, `freeText`, `stopReason` (or `next`: `dispatch` \\| `call` \\| `rejected` \\| `free-text`, the decision taken by hand)',
+    meaning: 'The model response is complete; the guards decide what follows: a state change it asks for (the session machine sends it on as its own `RESPOND`), tools to run, a retry after rejected respond() calls or free text, or a failure.',
   },
   INTERRUPTED: { payload: '', meaning: 'The model call was aborted by an interrupting message (double-texting `interrupt`).' },
   TOOLS_DONE: { payload: '', meaning: 'Every tool call of the response has its result; the loop is ready for its next model call.' },
-  RESPOND: { payload: '`to`, `passTo?`', meaning: 'An accepted respond() call declared the turn state `to` (and the actor to hand off to).' },
+  RESPOND: {
+    payload: '`to`, `passTo?`, `limits?`',
+    meaning: 'A respond() call declared the turn state `to` (and the actor to hand off to): sent by the machine to itself from `MODEL_DONE`, or by recovery replaying a change the log holds.',
+  },
   HOLD: { payload: '`to`', meaning: 'The host holds the actor in a holding state (an approval or client tool call is pending).' },
   RESUME: { payload: '`resumeOn`', meaning: 'An injection of kind `resumeOn` resumes a held turn.' },
   FAIL: { payload: '`code`, `message`', meaning: 'An unrecoverable failure (model error, tool infrastructure): the turn goes to `error`.' },
   SETTLE: { payload: '', meaning: 'The host has published the settlement of a terminal turn state; the session is idle again.' },
+  RECOVER: {
+    payload: '`pending?`',
+    meaning: 'After a restart: the turn goes on from the restored phase (`pending` calls still wait); where the turn rests, the session machine emits its hold or settle again.',
+  },
+  JOIN: { payload: '`pending?`', meaning: 'A double-texted message asks to join the running turn; with no call pending the machine emits `join`.' },
 };
 
 type Row = string[];
