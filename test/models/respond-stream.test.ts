@@ -17,7 +17,7 @@ interface GenPart {
   order: Array<'text' | 'metadata' | 'data'>;
 }
 
-const TRICKY = ['\n', '"', '\\', '/', '\t', '\u0000', '\u001f', 'é', 'ß', '€', '中文', '😀', '👩‍👩‍👧', '\u2028', '\ud800', '\udfff', '\ud83d', '\ude00', 'a', ' '];
+const TRICKY = ['\n', '"', '\\', '/', '\t', '\u0000', '\u001f', 'é', 'ß', '€', '中文', '😀', '👩‍👩‍👧', '\u2028', '\ufeff', '\ud800', '\udfff', '\ud83d', '\ude00', 'a', ' '];
 const tricky = fc.array(fc.oneof(fc.constantFrom(...TRICKY), fc.string({ unit: 'binary', maxLength: 6 }), fc.string({ maxLength: 8 })), { maxLength: 24 }).map((xs) => xs.join(''));
 
 const part: fc.Arbitrary<GenPart> = fc.record({
@@ -84,6 +84,14 @@ function checkDeltas(parts: GenPart[], deltas: PartDelta[]): void {
   });
   for (const d of deltas) expect(d.index).toBeLessThan(parts.length);
 }
+
+/**
+ * The prompt test's oracle, @streamparser/json, decodes a string's bytes with a TextDecoder left at
+ * its default `ignoreBOM: false`, so a U+FEFF that starts a decoded run (written raw or as
+ * `\ufeff`) is dropped from the value it reports; JSON.parse keeps it. The oracle is compared
+ * with U+FEFF removed on both sides; the other properties check U+FEFF exactly.
+ */
+const withoutBom = (s: string): string => s.replaceAll('\ufeff', '');
 
 /* ------------------------------------------------------------------ tests */
 
@@ -152,12 +160,13 @@ describe('respond stream parser', () => {
           parts.forEach((p, i) => {
             // at least as prompt as the oracle (which reports nothing while a chunk ends inside an
             // escape), and never ahead of the document
-            expect((got[i] ?? '').startsWith(seen[i] ?? '')).toBe(true);
+            expect(withoutBom(got[i] ?? '').startsWith(withoutBom(seen[i] ?? ''))).toBe(true);
             expect((p.text ?? '').startsWith(got[i] ?? '')).toBe(true);
           });
         }
       }),
-      { numRuns: 400 },
+      // The counterexample that found the oracle's U+FEFF deviation, run every time.
+      { numRuns: 400, examples: [[[{ text: '\ufeff\u0000', order: ['metadata', 'data', 'text'] }], false, []]] },
     );
   });
 
