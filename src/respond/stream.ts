@@ -110,7 +110,8 @@ class Scanner implements RespondStreamParser {
     if (typeof chunk === 'string') {
       s = chunk;
     } else {
-      this.decoder ??= new TextDecoder('utf-8', { fatal: true });
+      // ignoreBOM: a byte order mark is kept as U+FEFF, so bytes are refused where JSON.parse refuses their text.
+      this.decoder ??= new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
       try {
         s = this.decoder.decode(chunk, { stream: true });
       } catch {
@@ -439,7 +440,7 @@ class Scanner implements RespondStreamParser {
       this.fail(
         st === DONE
           ? 'unexpected data after the end of the respond() input JSON'
-          : `unexpected '${String.fromCharCode(c)}' in the respond() input JSON`,
+          : `unexpected ${c > 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`} in the respond() input JSON`,
       );
       return;
     }

@@ -173,14 +173,16 @@ describe('respond stream parser', () => {
   it('respond:stream:grammar — after end(), failed is true exactly when JSON.parse rejects the input', () => {
     const valid = fc.tuple(fc.array(part, { minLength: 1, maxLength: 2 }), fc.boolean()).map(([ps, t]) => serialise(ps, t, false, ' '));
     const mutated = fc
-      .tuple(valid, fc.nat(), fc.constantFrom('', '{', '}', '[', ']', ',', ':', '"', '\\', 'x', '1', '-', '.', 'e', 'n', 't', ' ', '\n', '\u0001'), fc.boolean())
+      .tuple(valid, fc.nat(), fc.constantFrom('', '{', '}', '[', ']', ',', ':', '"', '\\', 'x', '1', '-', '.', 'e', 'n', 't', ' ', '\n', '\u0001', '\ufeff'), fc.boolean())
       .map(([j, at, ins, del]) => {
         const k = at % (j.length + 1);
         return j.slice(0, k) + ins + j.slice(del ? k + 1 : k);
       });
     const literals = fc.constantFrom('', ' ', '1', '-0', '01', '1.', '1e5', '-1.5E-3', 'tru', 'true', 'nul', 'null ', '[]', '[1,]', '{}', '{"a":}', '"x"', '"\\u12"', '{"parts":[]} x');
+    const enc = new TextEncoder();
     fc.assert(
-      fc.property(fc.oneof(mutated, literals), fc.array(fc.nat(), { maxLength: 10 }), (json, points) => {
+      // Over text chunks and over UTF-8 byte chunks alike (JSON.stringify leaves no lone surrogate, so the bytes are the text).
+      fc.property(fc.oneof(mutated, literals), fc.array(fc.nat(), { maxLength: 10 }), fc.boolean(), (json, points, asBytes) => {
         let valid: boolean;
         try {
           JSON.parse(json);
@@ -189,12 +191,32 @@ describe('respond stream parser', () => {
           valid = false;
         }
         const p = createRespondStreamParser(() => {});
-        for (const c of cut(json, points)) p.push(c);
+        for (const c of asBytes ? cut(enc.encode(json), points) : cut(json, points)) p.push(c);
         p.end();
         expect(p.failed).toBe(!valid);
       }),
-      { numRuns: 1500 },
+      // A byte order mark before the document: JSON.parse refuses it, over bytes as over text.
+      { numRuns: 1500, examples: [['\ufeff{"parts":[{"text":"a","metadata":{"partType":"ack"}}],"turnState":"complete"}', [], true]] },
     );
+  });
+
+  it('respond:stream:invalid-json-named — a byte order mark or control character where JSON allows none is refused over bytes as over text, the error naming its code point', () => {
+    const doc = '{"parts":[{"text":"a","metadata":{"partType":"ack"}}],"turnState":"complete"}';
+    for (const [json, named] of [
+      [`\ufeff${doc}`, 'U+FEFF'],
+      [`{\u0001${doc.slice(1)}`, 'U+0001'],
+      [`{"parts":x${doc.slice(10)}`, "'x'"],
+    ] as const) {
+      expect(() => JSON.parse(json)).toThrow();
+      for (const chunk of [json, new TextEncoder().encode(json)]) {
+        const errors: Error[] = [];
+        const p = createRespondStreamParser(() => {}, { onError: (e) => errors.push(e) });
+        p.push(chunk);
+        p.end();
+        expect(p.failed).toBe(true);
+        expect(errors.map((e) => e.message)).toEqual([`unexpected ${named} in the respond() input JSON`]);
+      }
+    }
   });
 
   it('respond:stream:partType-last — partType after the text: an empty delta announces it, later deltas carry it', () => {
