@@ -440,11 +440,16 @@ class Scanner implements RespondStreamParser {
       this.fail(
         st === DONE
           ? 'unexpected data after the end of the respond() input JSON'
-          : `unexpected ${c > 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`} in the respond() input JSON`,
+          : `unexpected ${shown(c)} in the respond() input JSON`,
       );
       return;
     }
   }
+}
+
+/** A character for an error message: printable ASCII as itself, anything else by its code point (U+FEFF). */
+function shown(c: number): string {
+  return c > 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
 function hexValue(c: number): number {
