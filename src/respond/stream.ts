@@ -440,14 +440,14 @@ class Scanner implements RespondStreamParser {
       this.fail(
         st === DONE
           ? 'unexpected data after the end of the respond() input JSON'
-          : `unexpected ${shown(c)} in the respond() input JSON`,
+          : `unexpected ${shown(s.codePointAt(i - 1) ?? c)} in the respond() input JSON`,
       );
       return;
     }
   }
 }
 
-/** A character for an error message: printable ASCII as itself, anything else by its code point (U+FEFF). */
+/** A code point for an error message: printable ASCII as itself, anything else as U+XXXX (U+FEFF, U+1F600). */
 function shown(c: number): string {
   return c > 0x20 && c < 0x7f ? `'${String.fromCharCode(c)}'` : `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
 }

@@ -201,12 +201,13 @@ describe('respond stream parser', () => {
     );
   });
 
-  it('respond:stream:invalid-json-named — a byte order mark or control character where JSON allows none is refused over bytes as over text, the error naming its code point', () => {
+  it('respond:stream:invalid-json-named — a byte order mark, control character or emoji where JSON allows none is refused over bytes as over text, the error naming its code point', () => {
     const doc = '{"parts":[{"text":"a","metadata":{"partType":"ack"}}],"turnState":"complete"}';
     for (const [json, named] of [
       [`\ufeff${doc}`, 'U+FEFF'],
       [`{\u0001${doc.slice(1)}`, 'U+0001'],
       [`{"parts":x${doc.slice(10)}`, "'x'"],
+      [`{"parts":😀${doc.slice(10)}`, 'U+1F600'],
     ] as const) {
       expect(() => JSON.parse(json)).toThrow();
       for (const chunk of [json, new TextEncoder().encode(json)]) {
