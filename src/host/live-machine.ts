@@ -101,18 +101,13 @@ export class LiveMachine {
     else this.actor.send(event);
   }
 
-  /** The machine's turn-state nodes, by turn state id. */
-  private get turnStates(): Record<string, { meta?: { resumeOn?: string } }> {
-    return (this.machine.root.states.turn as { states: Record<string, { meta?: { resumeOn?: string } }> }).states;
-  }
-
   /**
    * What resumes the turn while the machine holds it (the `resumeOn` its held state carries:
    * 'approval-response', 'peer-envelope', ...), as TurnOutcome and SessionSnapshot carry it;
    * undefined while the turn works, ends or is absent.
    */
   held(): { resumeOn: string } | undefined {
-    const resumeOn = this.turnStates[this.state()]?.meta?.resumeOn;
+    const resumeOn = (this.machine.root.states.turn?.states[this.state()]?.meta as { resumeOn?: string } | undefined)?.resumeOn;
     return resumeOn === undefined ? undefined : { resumeOn };
   }
 
