@@ -24,11 +24,11 @@ export function compatNudge(turnId: string, at: string, actor: string): MailboxE
 
 /**
  * `userResponse` / `finalContent` for `turn.settled` and the TurnOutcome: set for a compat turn
- * that settled in a state other than `error` (a failed turn delivers its error part, not a draft).
+ * that did not fail (a failed turn delivers its error part, not a draft).
  */
-export function compatSettledFields(t: ActiveTurn, state: string): { userResponse?: string; finalContent?: string } {
+export function compatSettledFields(t: ActiveTurn, failed: boolean): { userResponse?: string; finalContent?: string } {
   const c = t.compat;
-  if (c === undefined || state === 'error') return {};
+  if (c === undefined || failed) return {};
   const out: { userResponse?: string; finalContent?: string } = {};
   if (c.userResponse !== undefined) out.userResponse = c.userResponse;
   if (c.finalContent !== undefined) out.finalContent = c.finalContent;

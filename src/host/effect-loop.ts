@@ -147,7 +147,7 @@ export class EffectLoop {
       case 'hold':
         return this.hold(t, fx.state);
       case 'settle':
-        return this.settle(t, fx.state, fx.emitsEnvelope).then(() => SETTLED);
+        return this.settle(t, fx).then(() => SETTLED);
     }
   }
 
@@ -228,9 +228,9 @@ export class EffectLoop {
   }
 
   /** Settle the turn: its events, the joined messages it never answered as turns, the outcome. */
-  private async settle(t: ActiveTurn, state: string, emitsEnvelope: boolean): Promise<void> {
+  private async settle(t: ActiveTurn, fx: Extract<SessionEffect, { type: 'settle' }>): Promise<void> {
     await this.flush(false);
-    const { events, outcome } = await settlement(this.host, t, state, emitsEnvelope);
+    const { events, outcome } = await settlement(this.host, t, fx);
     // A message that joined too late for the model to see it is not lost: it becomes a turn.
     this.host.requeue(t);
     this.host.machine.send({ type: 'SETTLE' });

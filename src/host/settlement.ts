@@ -5,7 +5,8 @@
  * - A state that emits an envelope gets one: its parts and the turn's data-bearing records
  *   (envelope/assemble.ts), plus an llm-context part when the sender consumes one (produced once,
  *   by the context model; a failed translation leaves it out and never fails the turn).
- * - A turn that ends in `error` always carries a user-facing `error` part.
+ * - A failed turn (the machine's settle effect says `failed`: it ends in `error`) always carries
+ *   a user-facing `error` part, and `turn.settled` a stop of `error` when an error is known.
  * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
  */
 import type { TurnOutcome } from '../api.js';
@@ -13,13 +14,18 @@ import { assembleEnvelope, collectData } from '../envelope/assemble.js';
 import { consumesPart } from '../envelope/consumers.js';
 import { compatSettledFields } from './compat-turn.js';
 import type { Envelope, Part, SessionEvent } from '../types.js';
+import type { SessionEffect } from '../machines/session.machine.js';
 import type { HostCore } from './core.js';
 import { addUsage, type ActiveTurn } from './turn.js';
 
+type SettleEffect = Extract<SessionEffect, { type: 'settle' }>;
+
 export const GENERIC_ERROR_TEXT = 'Sorry, something went wrong and I could not finish this request.';
 
-/** The events that settle `t` in `state`, and the outcome to hand its sender once they are durable. */
-export async function settlement(core: HostCore, t: ActiveTurn, state: string, emitsEnvelope: boolean): Promise<{ events: SessionEvent[]; outcome: TurnOutcome }> {
+/** The events that settle `t` as the machine's settle effect says, and the outcome to hand its sender once they are durable. */
+export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect): Promise<{ events: SessionEvent[]; outcome: TurnOutcome }> {
+  const { state, emitsEnvelope } = fx;
+  const failed = fx.failed === true;
   const { journal, deps } = core;
   const actor = core.machine.actingActor();
   const events: SessionEvent[] = [];
@@ -60,15 +66,15 @@ export async function settlement(core: HostCore, t: ActiveTurn, state: string, e
     events.push(journal.envelopeSettled(t.turnId, envelope));
   }
   const ctxErr = core.machine.context().error;
-  const error = t.error ?? (state === 'error' && ctxErr ? ctxErr : undefined);
-  if (state === 'error' && !t.parts.some((p) => p.metadata.partType === 'error')) {
+  const error = t.error ?? (failed && ctxErr ? ctxErr : undefined);
+  if (failed && !t.parts.some((p) => p.metadata.partType === 'error')) {
     // A budget or internal failure: the user still gets an error part.
     const part: Part = { text: GENERIC_ERROR_TEXT, metadata: { partType: 'error', ...(error ? { code: error.code } : {}) } };
     t.parts.push(part);
     events.unshift(journal.partReceived(t.turnId, `${t.turnId}:runtime`, 0, part, 'error', actor));
   }
-  const stop = t.stop ?? (state === 'error' && error ? 'error' : undefined);
-  const compatFields = compatSettledFields(t, state);
+  const stop = t.stop ?? (failed && error ? 'error' : undefined);
+  const compatFields = compatSettledFields(t, failed);
   events.push(
     stop || error || t.compat
       ? journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}), ...compatFields })

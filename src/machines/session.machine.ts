@@ -39,13 +39,17 @@ export type SessionEffect =
   | { type: 'actor.passed'; from: string; to: string }
   /** The turn waits in `state` (an approval, a client tool, an injection): release whoever awaits it. */
   | { type: 'hold'; state: string }
-  /** The turn ends in `state`: assemble the envelope when `emitsEnvelope`, publish, then send `SETTLE`. */
-  | { type: 'settle'; state: string; emitsEnvelope: boolean }
+  /**
+   * The turn ends in `state`: assemble the envelope when `emitsEnvelope`, publish, then send
+   * `SETTLE`. `failed`: the turn ends in the canonical `error` state, so the user gets an error
+   * part and `turn.settled` a stop of `error`.
+   */
+  | { type: 'settle'; state: string; emitsEnvelope: boolean; failed?: true }
   /** A message may join the running turn (double-texting `interrupt`). */
   | { type: 'join' };
 
 /** Where a turn rests (held or ending), kept so recovery can ask for the same effect again. */
-export type Halt = { type: 'hold'; state: string } | { type: 'settle'; state: string; emitsEnvelope: boolean };
+export type Halt = { type: 'hold'; state: string } | { type: 'settle'; state: string; emitsEnvelope: boolean; failed?: true };
 
 export interface SessionContext extends ActorLoopContext {
   turnId: string | null;
@@ -206,7 +210,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
       states[id] = {
         description: meta.description,
         tags: ['terminal', ...(meta.emitsEnvelope ? ['emitsEnvelope'] : [])],
-        entry: halt({ type: 'settle', state: id, emitsEnvelope: meta.emitsEnvelope }),
+        entry: halt({ type: 'settle', state: id, emitsEnvelope: meta.emitsEnvelope, ...(id === 'error' ? { failed: true as const } : {}) }),
         on: { SETTLE: { target: '#session.idle', actions: [{ type: 'recordSettled', params: { state: id } }] } },
       };
     } else if (meta.handsOff) {
@@ -311,13 +315,17 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
 export type SessionMachine = ReturnType<typeof createSessionMachine>;
 
 /**
- * A persisted snapshot from before the machine kept where a turn rests (`context.halt`) gets it
- * from the node the turn rests in, that node's entry effect, so `RECOVER` repeats it as it does for a
- * snapshot written now. Any other snapshot is returned as it is.
+ * A persisted snapshot written by an older turnstate rests where the current machine's node says:
+ * one from before the machine kept where a turn rests (`context.halt`) gets it, and one whose
+ * settlement predates `failed` gets the flag, both from the node the turn rests in (that node's
+ * entry effect), so `RECOVER` repeats what a snapshot written now would. Any other snapshot is
+ * returned as it is.
  */
 export function upgradeSessionSnapshot(machine: SessionMachine, snapshot: unknown): unknown {
   const s = snapshot as { value?: unknown; context?: Record<string, unknown> } | null;
-  if (!s?.context || 'halt' in s.context) return snapshot;
+  if (!s?.context) return snapshot;
+  const kept = s.context.halt as Halt | null | undefined;
+  if (kept !== undefined && (kept?.type !== 'settle' || kept.failed === true || kept.state !== 'error')) return snapshot;
   // Held and ending nodes are leaves of `turn`: { turn: 'suspended' }.
   const id = (s.value as { turn?: unknown } | undefined)?.turn;
   const node = typeof id === 'string' ? machine.root.states.turn?.states[id] : undefined;

@@ -59,7 +59,7 @@ function brief(e: SessionEffect): Fx {
     case 'fail':
       return { type: e.type, code: e.code };
     case 'settle':
-      return { type: e.type, state: e.state, emitsEnvelope: e.emitsEnvelope };
+      return { type: e.type, state: e.state, emitsEnvelope: e.emitsEnvelope, ...(e.failed ? { failed: e.failed } : {}) };
     case 'hold':
       return { type: e.type, state: e.state };
     case 'actor.passed':
@@ -68,6 +68,9 @@ function brief(e: SessionEffect): Fx {
       return { type: e.type };
   }
 }
+
+/** The settlement the oracle expects: a turn ending in the canonical `error` state has failed. */
+const settles = (state: string, emitsEnvelope: boolean): Fx => ({ type: 'settle', state, emitsEnvelope, ...(state === 'error' ? { failed: true } : {}) });
 
 /** The oracle: the effects a step must emit, from the state before it, the event and the registry. */
 function expected(before: Snap, event: Ev): Fx[] {
@@ -79,7 +82,7 @@ function expected(before: Snap, event: Ev): Fx[] {
   const enter = (from: string, to: string, actor = acting): void => {
     out.push({ type: 'state.changed', from, to, actor });
     const m = meta(to);
-    if (m.isTerminal) out.push({ type: 'settle', state: to, emitsEnvelope: m.emitsEnvelope });
+    if (m.isTerminal) out.push(settles(to, m.emitsEnvelope));
     else if (m.holdsActor) out.push({ type: 'hold', state: to });
     else if (to === 'awaiting') out.push({ type: 'model.next' });
   };
@@ -222,7 +225,7 @@ describe('session machine: the effects of every generated path', () => {
       if (value === 'idle') return [];
       const state = labelOf(value);
       const m = meta(state);
-      if (m.isTerminal) return [{ type: 'settle', state, emitsEnvelope: m.emitsEnvelope }];
+      if (m.isTerminal) return [settles(state, m.emitsEnvelope)];
       if (m.holdsActor) return [{ type: 'hold', state }];
       const phase = subOf(value);
       // A ready or dispatching loop with calls still waiting holds for them; any other continues.

@@ -203,6 +203,34 @@ describe('createSessionMachine(registries.turnStates)', () => {
     expect(upgradeSessionSnapshot(m, written)).toBe(written);
     expect((upgradeSessionSnapshot(m, { ...older, value: { turn: { awaiting: 'ready' } } }) as typeof written).context.halt).toBeNull();
   });
+
+  it('machine:session:settle-failed — "the machine emits its decisions": a turn ending in error settles with failed (the host adds the error part and the error stop from it, not from the state\'s name); a snapshot resting in error written before the flag gets it on upgrade, and RECOVER repeats it', () => {
+    const m = createSessionMachine(registriesWithConsumers().turnStates);
+    const a = start(m);
+    const emitted: unknown[] = [];
+    a.on('*', (e) => emitted.push(e));
+    a.send({ type: 'START', turnId: 't1' });
+    a.send({ type: 'FAIL', code: 'tool.failed', message: 'boom' });
+    expect(turnOf(a.getSnapshot().value)).toBe('error');
+    expect(emitted.filter((e) => (e as { type: string }).type === 'settle')).toEqual([{ type: 'settle', state: 'error', emitsEnvelope: false, failed: true }]);
+    // Any other ending is not a failure.
+    const b = start(m);
+    b.send({ type: 'START', turnId: 't2' });
+    b.send({ type: 'RESPOND', to: 'complete' });
+    expect(b.getSnapshot().context.halt).toEqual({ type: 'settle', state: 'complete', emitsEnvelope: true });
+
+    const written = a.getPersistedSnapshot() as unknown as { value: unknown; context: Record<string, unknown> };
+    const older = { ...written, context: { ...written.context, halt: { type: 'settle', state: 'error', emitsEnvelope: false } } };
+    const upgraded = upgradeSessionSnapshot(m, older) as typeof written;
+    expect(upgraded.context.halt).toEqual({ type: 'settle', state: 'error', emitsEnvelope: false, failed: true });
+    expect(upgradeSessionSnapshot(m, written)).toBe(written);
+    const repeated: unknown[] = [];
+    const restored = createActor(m, { input: { entryActor: 'a' }, snapshot: upgraded as any });
+    restored.on('*', (e) => repeated.push(e));
+    restored.start();
+    restored.send({ type: 'RECOVER' });
+    expect(repeated).toEqual([{ type: 'settle', state: 'error', emitsEnvelope: false, failed: true }]);
+  });
 });
 
 describe('createActorMachine (standalone loop)', () => {
