@@ -115,6 +115,9 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   checkCount(limits, 'historyCacheEntries', 0);
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
+  // An id of the built-in source is 128 random bits: it names no stored session, so a session
+  // created with one skips the store's existence check (a read per session on SQLite).
+  const freshIds = options.newId === undefined;
   const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
   const hosts = new Map<string, SessionHost>();
   const loading = new Map<string, Promise<SessionHost | undefined>>();
@@ -284,7 +287,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
         ...(opts.tenantId !== undefined ? { tenantId: opts.tenantId } : {}),
         ...(opts.metadata ? { metadata: opts.metadata } : {}),
       };
-      if (hosts.has(record.id) || (await store.getSession(record.id))) {
+      if (hosts.has(record.id) || ((opts.id !== undefined || !freshIds) && (await store.getSession(record.id)))) {
         throw new TurnstateError('session.exists', `a session with id "${record.id}" already exists`);
       }
       let host: SessionHost;

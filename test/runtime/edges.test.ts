@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Recorder, addTool, addGatedTool, answer, checkHistory, checkStream, harness, lastUserBlocks, part, respond, sequence, settledOf, toolResultsIn, toolUse } from './helpers.js';
+import { createMemoryStore } from '../../src/stores/memory.js';
 
 describe('turn loop edges', () => {
   it('respond:state-change:last-word — a respond() after a state-changing one in the same response is rejected, never published after it', async () => {
@@ -372,6 +373,28 @@ describe('turn loop edges', () => {
       // Nothing was published after the stop.
       expect(rec.of('turn.settled')).toEqual([]);
     }
+  });
+
+  it('api:session-exists-stored — "a session with id ... already exists" holds for a session only the store has (passivated), whether the id is the caller\'s or comes from a custom id source; a fresh id of the built-in source never names one', async () => {
+    const store = createMemoryStore();
+    const ids = ['sess_custom', 'sess_custom'];
+    const { rt } = harness({ rules: [{ respond: answer(respond([part('response', 'ok')], 'complete')) }] }, { store, newId: (prefix) => (prefix === 'sess' ? ids.shift()! : `${prefix}_${Math.random()}`) });
+    rt.registries.actors.register({ name: 'a' });
+    await (await (await rt.createSession({ id: 'fixed', actor: 'a' })).send('hi')).settled;
+    await (await (await rt.createSession({ actor: 'a' })).send('hi')).settled;
+    expect(rt.passivateIdle()).toBe(2);
+    expect(rt.liveSessions).toBe(0);
+    await expect(rt.createSession({ id: 'fixed', actor: 'a' })).rejects.toMatchObject({ code: 'session.exists' });
+    await expect(rt.createSession({ actor: 'a' })).rejects.toMatchObject({ code: 'session.exists', message: expect.stringContaining('sess_custom') });
+    expect(store.listSessions().map((r) => r.id)).toEqual(['fixed', 'sess_custom']);
+    // The built-in source: every session is new, and none collides with a stored one.
+    const { rt: plain } = harness({ rules: [] }, { store });
+    plain.registries.actors.register({ name: 'a' });
+    const made = await Promise.all(Array.from({ length: 50 }, () => plain.createSession({ actor: 'a' })));
+    expect(new Set(made.map((s) => s.id)).size).toBe(50);
+    expect(made.every((s) => /^sess_[A-Za-z0-9_-]{22}$/.test(s.id))).toBe(true);
+    await rt.close();
+    await plain.close();
   });
 
   it('api:basics — duplicate session ids, a closed runtime, principal propagation and snapshots behave as documented', async () => {
