@@ -154,9 +154,8 @@ function substitute(value: unknown, groups: RegExpExecArray | null, user: string
   }
   if (Array.isArray(value)) return value.map((v) => substitute(v, groups, user));
   if (value && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = substitute(v, groups, user);
-    return out;
+    // Defined, not assigned: a "__proto__" member of parsed script data stays a member.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, groups, user)]));
   }
   return value;
 }

@@ -3,7 +3,7 @@
  * blocks, usage, client-side tools, hand-off targets, and approvals mixed with other tools.
  */
 import { describe, expect, it } from 'vitest';
-import { Recorder, addTool, addGatedTool, answer, checkHistory, checkStream, harness, lastUserBlocks, part, respond, sequence, settledOf, toolResultsIn, toolUse } from './helpers.js';
+import { Recorder, addTool, addGatedTool, answer, checkHistory, checkStream, dataPart, harness, lastUserBlocks, part, respond, sequence, settledOf, toolResultsIn, toolUse } from './helpers.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
 
 describe('turn loop edges', () => {
@@ -395,6 +395,34 @@ describe('turn loop edges', () => {
     expect(made.every((s) => /^sess_[A-Za-z0-9_-]{22}$/.test(s.id))).toBe(true);
     await rt.close();
     await plain.close();
+  });
+
+  it('envelope:domain-data:proto-key, end to end — "nothing accepted is lost": a "__proto__" member in respond() data and in a tool\'s data reaches the part, the settled envelope and the stored events as a member, never as a prototype', async () => {
+    // Parsed, as a script file or a recording is: "__proto__" is an own member of the data.
+    const data = JSON.parse('{"__proto__": {"polluted": true}, "route": {"to": "CFU"}}') as Record<string, unknown>;
+    const { rt } = harness(
+      sequence([
+        answer(toolUse('lookup', { q: 'CFU' })),
+        // Templated ($user): the scripted model rebuilds the input, as a replay's script does.
+        answer(respond([part('response', 'ok: $user'), dataPart('domain-data', data)], 'complete')),
+      ]),
+    );
+    addTool(rt.registries, 'lookup', () => JSON.parse('{"__proto__": {"fare": 94}}') as unknown);
+    rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+    const s = await rt.createSession({ actor: 'a' });
+    const out = await (await s.send('go')).settled;
+    const own = (o: unknown, k: string) => Object.getOwnPropertyDescriptor(o, k)?.value;
+    expect(out.parts[0]!.text).toBe('ok: go');
+    const received = out.parts.find((p) => p.metadata.partType === 'domain-data')!;
+    expect(own(received.data, '__proto__')).toEqual({ polluted: true });
+    const merged = out.envelope!.parts.find((p) => p.metadata.partType === 'domain-data')!.data as Record<string, unknown>;
+    expect(Object.getPrototypeOf(merged)).toBe(Object.prototype);
+    expect(own(merged, '__proto__')).toEqual({ polluted: true });
+    expect(own(merged.lookup, '__proto__')).toEqual({ fare: 94 });
+    const stored = JSON.stringify((await rt.store.readEvents(s.id, 0, 1000)).find((e) => e.type === 'envelope.settled'));
+    expect(stored).toContain('"__proto__":{"polluted":true}');
+    expect(stored).toContain('"lookup":{"__proto__":{"fare":94}}');
+    await rt.close();
   });
 
   it('api:basics — duplicate session ids, a closed runtime, principal propagation and snapshots behave as documented', async () => {
