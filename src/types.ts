@@ -369,6 +369,16 @@ export function denialText(reason?: string): string {
   return reason ? `${TOOL_CALL_DENIED}: ${reason}` : TOOL_CALL_DENIED;
 }
 
+/**
+ * `o[k] = v` as an own data property for every key, for code that rebuilds JSON data member by
+ * member: assigned, a `__proto__` key (JSON.parse makes it an own member of parsed data) would set
+ * the object's prototype and vanish from the data.
+ */
+export function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[k] = v;
+}
+
 /** Compile-time exhaustiveness for switches over unions. */
 export function assertNever(x: never, what = 'value'): never {
   throw new Error(`unexpected ${what}: ${JSON.stringify(x)}`);

@@ -16,7 +16,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { Envelope, EnvelopeWarning, MailboxEntry, Part } from '../types.js';
+import { setOwn, type Envelope, type EnvelopeWarning, type MailboxEntry, type Part } from '../types.js';
 import { escapeSegment, resolvePointer } from './pointer.js';
 
 export interface AssembleInput {
@@ -174,15 +174,6 @@ export function mergeDomainData(records: readonly DataRecord[], actorParts: read
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
-/**
- * `o[k] = v` as an own data property for every key: a `__proto__` key (JSON.parse makes it an
- * own member of parsed data) would otherwise set the object's prototype and vanish from the data.
- */
-function setOwn(o: Record<string, unknown>, k: string, v: unknown): void {
-  if (k === '__proto__') Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
-  else o[k] = v;
 }
 
 function mergeValue(a: unknown, b: unknown, pointer: string, onReplace: (pointer: string) => void): unknown {

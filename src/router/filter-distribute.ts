@@ -11,7 +11,7 @@
  */
 import { Subject, type Observable } from 'rxjs';
 import { TurnstateError } from '../errors.js';
-import type { Scope } from '../types.js';
+import { setOwn, type Scope } from '../types.js';
 import { BoundedDelivery, boundedDeliveryOptions, DEFAULT_BUFFER_SIZE, type BoundedDeliveryOptions, type DeliveryOutcome } from './bounded-delivery.js';
 import {
   audienceIncludes,
@@ -311,8 +311,7 @@ function walk(value: unknown, active: readonly AnnotationNode[], inherited: Audi
     const v = walk(src[key], childNodes(active, key), own, dest);
     if (v === HIDDEN) continue;
     any = true;
-    if (key === '__proto__') Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
-    else out[key] = v;
+    setOwn(out, key, v);
   }
   return !visible && !any ? HIDDEN : out;
 }
