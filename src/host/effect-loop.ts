@@ -8,7 +8,7 @@
  * changed.
  */
 import type { TurnOutcome } from '../api.js';
-import type { SessionEffect } from '../machines/session.machine.js';
+import type { SessionEffect, SettleEffect } from '../machines/session.machine.js';
 import { TurnstateError } from '../errors.js';
 import type { MailboxEntry, Part, SessionEvent } from '../types.js';
 import type { HostCore } from './core.js';
@@ -228,7 +228,7 @@ export class EffectLoop {
   }
 
   /** Settle the turn: its events, the joined messages it never answered as turns, the outcome. */
-  private async settle(t: ActiveTurn, fx: Extract<SessionEffect, { type: 'settle' }>): Promise<void> {
+  private async settle(t: ActiveTurn, fx: SettleEffect): Promise<void> {
     await this.flush(false);
     const { events, outcome } = await settlement(this.host, t, fx);
     // A message that joined too late for the model to see it is not lost: it becomes a turn.

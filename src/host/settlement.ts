@@ -14,11 +14,9 @@ import { assembleEnvelope, collectData } from '../envelope/assemble.js';
 import { consumesPart } from '../envelope/consumers.js';
 import { compatSettledFields } from './compat-turn.js';
 import type { Envelope, Part, SessionEvent } from '../types.js';
-import type { SessionEffect } from '../machines/session.machine.js';
+import type { SettleEffect } from '../machines/session.machine.js';
 import type { HostCore } from './core.js';
 import { addUsage, type ActiveTurn } from './turn.js';
-
-type SettleEffect = Extract<SessionEffect, { type: 'settle' }>;
 
 export const GENERIC_ERROR_TEXT = 'Sorry, something went wrong and I could not finish this request.';
 

@@ -37,19 +37,23 @@ export type SessionEffect =
   | { type: 'state.changed'; from: string; to: string; actor: string }
   /** Publish `actor.passed`: the turn goes on with `to`. */
   | { type: 'actor.passed'; from: string; to: string }
-  /** The turn waits in `state` (an approval, a client tool, an injection): release whoever awaits it. */
-  | { type: 'hold'; state: string }
-  /**
-   * The turn ends in `state`: assemble the envelope when `emitsEnvelope`, publish, then send
-   * `SETTLE`. `failed`: the turn ends in the canonical `error` state, so the user gets an error
-   * part and `turn.settled` a stop of `error`.
-   */
-  | { type: 'settle'; state: string; emitsEnvelope: boolean; failed?: true }
+  /** The turn waits (`hold`) or ends (`settle`): HoldEffect and SettleEffect below. */
+  | Halt
   /** A message may join the running turn (double-texting `interrupt`). */
   | { type: 'join' };
 
+/** The turn waits in `state` (an approval, a client tool, an injection): release whoever awaits it. */
+export type HoldEffect = { type: 'hold'; state: string };
+
+/**
+ * The turn ends in `state`: assemble the envelope when `emitsEnvelope`, publish, then send
+ * `SETTLE`. `failed`: the turn ends in the canonical `error` state, so the user gets an error
+ * part and `turn.settled` a stop of `error`.
+ */
+export type SettleEffect = { type: 'settle'; state: string; emitsEnvelope: boolean; failed?: true };
+
 /** Where a turn rests (held or ending), kept so recovery can ask for the same effect again. */
-export type Halt = { type: 'hold'; state: string } | { type: 'settle'; state: string; emitsEnvelope: boolean; failed?: true };
+export type Halt = HoldEffect | SettleEffect;
 
 export interface SessionContext extends ActorLoopContext {
   turnId: string | null;
