@@ -99,7 +99,10 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   t.abort = abort;
   t.interrupted = false;
   // Tools an interrupt cancelled: the next tools of the turn get a fresh signal.
-  if (t.toolAbort?.signal.aborted) t.toolAbort = undefined;
+  if (t.toolAbort?.signal.aborted) {
+    t.toolAbort = undefined;
+    t.signalCalls = 0;
+  }
   const compat = isCompatActor(actorDef);
   const order = new ResponseOrder(deps.registries.turnStates);
   const toolUses: ToolUseBlock[] = [];

@@ -29,7 +29,7 @@ import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn, restoredTurn } from './recovery.js';
 import { sessionSnapshot } from './snapshot.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, newTurn, toolAbortController, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
+import { CALLS_ANSWERED, deferred, newTurn, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -47,7 +47,6 @@ export class SessionHost implements SessionHandle, LoopOwner {
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
   /** The last turn's tool controller, reused by a queued next turn while it is clean. */
-  private toolCtl: AbortController | null = null;
   private readonly loop = new EffectLoop(this);
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
@@ -83,9 +82,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return this.toolAbortOf(t).signal;
   }
 
-  /** The turn's tool controller (the last turn's while it is clean, else a new one). */
+  /** The turn's tool controller, its own (made at its first tool call). */
   toolAbortOf(t: ActiveTurn): AbortController {
-    return (t.toolAbort ??= this.toolCtl = toolAbortController(this.toolCtl));
+    return (t.toolAbort ??= new AbortController());
   }
 
   modelAbort(): AbortController {
@@ -122,8 +121,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
   /** Between turns the session sleeps: only its snapshot and the store remain. */
   private sleep(): void {
     if (this.busy || this.closed) return;
-    // An idle session keeps no controllers (with their signals ~800 B); its next turn makes new ones.
-    this.abortCtl = this.toolCtl = null;
+    // An idle session keeps no model controller (with its signal ~400 B); its next turn makes a new one.
+    this.abortCtl = null;
     if (this.machine.sleep()) this.journal.forget();
   }
 

@@ -20,7 +20,7 @@ import type { DispatchContext } from '../router/dispatch-context.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
 import { denialText, OutcomeBatch } from './tool-results.js';
-import { liftListenerCap, MANY_PARALLEL_CALLS, type ActiveTurn } from './turn.js';
+import { countSignalCalls, type ActiveTurn } from './turn.js';
 
 export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: string, uses: readonly ToolUseBlock[], tools: ActorTools): Promise<void> {
   const { journal } = core;
@@ -29,7 +29,7 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
   const approvals: ApprovalRecord[] = [];
   const at = core.deps.clock.iso();
   const immediate = new OutcomeBatch(journal, at);
-  if (uses.length >= MANY_PARALLEL_CALLS) liftListenerCap(core.toolSignal(t));
+  countSignalCalls(t, core.toolSignal(t), uses.length);
   const errorResult = (u: ToolUseBlock, content: string, denial?: { reason?: string }) =>
     immediate.add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: true, ...(denial ? { denial } : {}) });
   for (const u of uses) {

@@ -2,7 +2,7 @@
  * The state of one turn while the host runs it, what the host persists to resume it, and the
  * small helpers the turn loop shares. No I/O.
  */
-import { getEventListeners, setMaxListeners } from 'node:events';
+import { setMaxListeners } from 'node:events';
 import type { SendOptions, TurnOutcome } from '../api.js';
 import type { ModelError } from '../errors.js';
 import type { CompatTracker } from '../respond/index.js';
@@ -38,11 +38,14 @@ export interface ActiveTurn {
   joined: InboundMessage[];
   abort: AbortController | null;
   /**
-   * The signal of the turn's tool handlers (taken at its first tool call, see
-   * toolAbortController): aborted by an interrupt (the next model call's tools get a new one) and
-   * when the host stops (runtime close, session delete).
+   * The signal of the turn's tool handlers, made at its first tool call and never handed to
+   * another turn (a handler may keep it, polling `aborted`, after its call): aborted by an
+   * interrupt (the next model call's tools get a new one) and when the host stops (runtime
+   * close, session delete).
    */
   toolAbort?: AbortController | undefined;
+  /** Calls dispatched under `toolAbort` (countSignalCalls). */
+  signalCalls: number;
   interrupted: boolean;
   /** The effect loop is running for this turn. */
   running: boolean;
@@ -65,7 +68,7 @@ export function newTurn(
   opts: SendOptions,
   d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void },
 ): ActiveTurn {
-  return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), joined: [], abort: null, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
+  return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), joined: [], abort: null, signalCalls: 0, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
 }
 
 /** The mailbox record of a user's message (the turn's input, or one that joined it). */
@@ -81,24 +84,18 @@ export interface HostState {
 }
 
 /**
- * The AbortController for a turn's tool handlers: `previous` (the last turn's) when it is not
- * aborted and nothing listens on it any more, else a new one (Node makes one in about 2.5 us).
- * A signal a handler left a listener on is never handed to another turn, so such listeners go
- * with their turn. Node's listener cap (10) is lifted by the dispatch that runs many calls at
- * once (`liftListenerCap`): setting it costs more than making the controller.
+ * Counts `n` more calls dispatched under the turn's tool signal. Each may leave a listener on it
+ * until the turn ends, which is no leak: from MANY_CALLS calls on (in one response or over the
+ * turn's rounds) the signal has no listener cap, so Node never warns of one.
  */
-export function toolAbortController(previous?: AbortController | null): AbortController {
-  if (previous && !previous.signal.aborted && getEventListeners(previous.signal, 'abort').length === 0) return previous;
-  return new AbortController();
+export function countSignalCalls(t: ActiveTurn, signal: AbortSignal, n: number): void {
+  const before = t.signalCalls;
+  t.signalCalls = before + n;
+  if (before < MANY_CALLS && t.signalCalls >= MANY_CALLS) setMaxListeners(0, signal);
 }
 
-/** Many parallel calls each listening on the turn's signal are no leak: no cap for it. */
-export function liftListenerCap(signal: AbortSignal): void {
-  setMaxListeners(0, signal);
-}
-
-/** Calls dispatched at once from which the turn's signal gets no listener cap. */
-export const MANY_PARALLEL_CALLS = 8;
+/** Calls under one tool signal from which it has no listener cap (Node warns past 10 listeners). */
+export const MANY_CALLS = 8;
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';

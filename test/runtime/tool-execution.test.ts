@@ -118,6 +118,41 @@ describe('routed tools: the signal is the turn\'s', () => {
   });
 });
 
+describe('routed tools: a kept signal stays its turn\'s', () => {
+  it('tools:signal:kept-per-turn — a signal a handler kept without a listener never aborts for a later turn\'s interrupt', async () => {
+    const { rt } = harness({
+      rules: [
+        // Turn 1 starts background work that keeps its signal (polling `aborted`), then holds for an approval.
+        { when: { on: 'user' as const, text: 'one' }, times: 1, respond: answer(respond([part('ack', 'starting')], 'awaiting'), toolUse('start_job', { q: 'a' }), toolUse('book', { q: 'x' })) },
+        { when: { on: 'tool_result' as const, tool: 'book' }, times: 1, respond: answer(respond([part('response', 'booked')], 'complete')) },
+        // Turn 2 (queued behind the held turn) runs a slow tool that the third message interrupts.
+        { when: { on: 'user' as const, text: 'two' }, times: 1, respond: answer(respond([part('ack', 'looking')], 'awaiting'), toolUse('slow', { q: 'b' })) },
+        { respond: answer(respond([part('response', 'ok')], 'complete')) },
+      ],
+    });
+    let kept: AbortSignal | undefined;
+    addTool(rt.registries, 'start_job', (_a, ctx) => ((kept = ctx.signal), { jobId: 1 }));
+    addTool(rt.registries, 'book', () => ({ booked: true }), { requiresApproval: true });
+    const slow = untilAborted();
+    addTool(rt.registries, 'slow', slow.handler);
+    rt.registries.actors.register({ name: 'a', tools: ['start_job', 'book', 'slow'] });
+    const s = await rt.createSession({ actor: 'a', doubleTexting: 'interrupt' });
+    const r1 = await s.send('one');
+    expect((await r1.settled).held).toMatchObject({ resumeOn: 'approval-response' });
+    const r2 = await s.send('two');
+    expect(r2.turnId).not.toBe(r1.turnId);
+    const [pending] = await rt.approvals({ sessionId: s.id, status: 'pending' });
+    expect((await s.answerApproval(pending!.approvalId, { approved: true }, { userId: 'u' }, 'test')).ok).toBe(true);
+    await slow.started();
+    expect(slow.signals[0]).not.toBe(kept);
+    expect((await s.send('three')).turnId).toBe(r2.turnId);
+    expect((await r2.settled).finalizedBy).toBe('complete');
+    expect(slow.signals[0]!.aborted).toBe(true);
+    expect(kept!.aborted).toBe(false);
+    await rt.close();
+  });
+});
+
 describe('routed tools: an aborted signal is never handed on', () => {
   it('tools:signal:fresh-after-abort — after an interrupt aborted a turn\'s tool signal, the next turn\'s tools get one that is not aborted', async () => {
     const { rt } = harness({
@@ -164,6 +199,31 @@ describe('routed tools: many in parallel', () => {
     expect((await (await s.send('go')).settled).finalizedBy).toBe('complete');
     await new Promise((r) => setImmediate(r));
     process.off('warning', onWarning);
+    expect((await s.executions()).filter((x) => x.outcome === 'ok')).toHaveLength(12);
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+    await rt.close();
+  });
+});
+
+describe('routed tools: listeners over a turn\'s rounds', () => {
+  it('tools:signal:rounds-no-warning — six rounds of two calls, each leaving a listener on the turn\'s signal, raise no listener-leak warning', async () => {
+    const rules = Array.from({ length: 6 }, (_, i) => ({ when: { call: i }, respond: answer(toolUse('lookup', { q: `a${i}` }), toolUse('lookup', { q: `b${i}` })) }));
+    const { rt } = harness({ rules: [...rules, { respond: answer(respond([part('response', 'ok')], 'complete')) }] });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    const signals = new Set<AbortSignal>();
+    addTool(rt.registries, 'lookup', (_a, ctx) => {
+      signals.add(ctx.signal);
+      ctx.signal.addEventListener('abort', () => {}); // never removed: it lives until the turn ends
+      return { ok: true };
+    });
+    rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+    const s = await rt.createSession({ actor: 'a' });
+    expect((await (await s.send('go')).settled).finalizedBy).toBe('complete');
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', onWarning);
+    expect(signals.size).toBe(1);
     expect((await s.executions()).filter((x) => x.outcome === 'ok')).toHaveLength(12);
     expect(warnings).not.toContain('MaxListenersExceededWarning');
     await rt.close();
