@@ -4,10 +4,13 @@
  * Contract:
  * - The store's compare-and-set decides: the first answer wins; a later one changes nothing and
  *   says who answered first, how and when (`approval.already_resolved`).
- * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`; an approval
+ * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`, pending or
+ *   resolved (a resolved approval's record is not shown to it); an approval
  *   of another session is `approval.not_found` (never confirmed to exist).
  * - `approval.resolved` is durable before an approved call runs (so a restart never runs it
  *   twice); a denied call's result tells the model it was denied, with the reason.
+ * - The turn resumes when its last answered call has its outcome recorded, whichever answer
+ *   came last (an approved call may still be running when another call's denial arrives).
  */
 import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
 import type { HostCore } from './core.js';
@@ -27,7 +30,9 @@ export async function resolveApproval(
   const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
   const record = await store.getApproval(approvalId);
   if (!record || record.sessionId !== core.id) return notFound();
-  if (record.status === 'pending' && !canAnswerApproval(record, by)) {
+  // Also once resolved: `already_resolved` carries the record (its args, who answered), which a
+  // principal that may not answer must not read.
+  if (!canAnswerApproval(record, by)) {
     return { ok: false, code: 'approval.forbidden', message: `this principal may not answer approval ${approvalId}` };
   }
   const resolution = {
@@ -73,21 +78,27 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
   });
   if (!t || t.turnId !== record.turnId || !t.pending.has(record.callId)) return false;
   t.pending.delete(record.callId);
-  if (resolution.decision === 'approved') {
-    const tool = core.deps.registries.tools.get(record.tool);
-    if (tool) await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
-  } else {
-    await journal.commit(
-      outcomeStep(journal, core.deps.clock.iso(), {
-        turnId: t.turnId,
-        actor: record.actor,
-        callId: record.callId,
-        tool: record.tool,
-        content: denialText(resolution.reason),
-        isError: true,
-        denial: resolution.reason ? { reason: resolution.reason } : {},
-      }),
-    );
+  // Until its outcome is recorded the call still holds the turn (another answer meanwhile does not resume it).
+  t.answering++;
+  try {
+    if (resolution.decision === 'approved') {
+      const tool = core.deps.registries.tools.get(record.tool);
+      if (tool) await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
+    } else {
+      await journal.commit(
+        outcomeStep(journal, core.deps.clock.iso(), {
+          turnId: t.turnId,
+          actor: record.actor,
+          callId: record.callId,
+          tool: record.tool,
+          content: denialText(resolution.reason),
+          isError: true,
+          denial: resolution.reason ? { reason: resolution.reason } : {},
+        }),
+      );
+    }
+  } finally {
+    t.answering--;
   }
   return true;
 }

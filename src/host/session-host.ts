@@ -204,9 +204,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return r;
   }
 
-  /** A pending call was answered: when none is left, the machine may resume the turn. */
+  /** A pending call was answered: when none is left and every outcome is recorded, the machine may resume the turn. */
   answered(t: ActiveTurn): TurnRef {
-    const ref = t.pending.size === 0 ? this.resume(t, { type: 'RESUME', resumeOn: CALLS_ANSWERED }) : undefined;
+    const ref = t.pending.size === 0 && t.answering === 0 ? this.resume(t, { type: 'RESUME', resumeOn: CALLS_ANSWERED }) : undefined;
     return ref ?? { turnId: t.turnId, queued: false, settled: t.promise };
   }
 

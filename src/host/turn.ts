@@ -34,6 +34,12 @@ export interface ActiveTurn {
   parts: Part[];
   usage: Usage;
   pending: Map<string, PendingCall>;
+  /**
+   * Answered calls whose outcome is still being recorded (an approved call running, a denial
+   * being written): the turn resumes only when none is pending and none is here, so the model
+   * never sees a tool_use without its tool_result.
+   */
+  answering: number;
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
   abort: AbortController | null;
@@ -68,7 +74,7 @@ export function newTurn(
   opts: SendOptions,
   d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void },
 ): ActiveTurn {
-  return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), joined: [], abort: null, signalCalls: 0, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
+  return { turnId, input, opts, parts: [], usage: ZERO, pending: new Map(), answering: 0, joined: [], abort: null, signalCalls: 0, interrupted: false, running: false, resolve: d.resolve, promise: d.promise };
 }
 
 /** The mailbox record of a user's message (the turn's input, or one that joined it). */

@@ -140,4 +140,19 @@ describe('approval policies', () => {
     expect((await s.snapshot()).state).toBe('idle');
     await rt.close();
   });
+
+  it('approvals:answer:forbidden-resolved — once resolved, another tenant\'s answer is still approval.forbidden and shows no record (its args, who answered); the right tenant gets already_resolved', async () => {
+    const { rt, s } = await desk(true, 'acme');
+    await (await s.send('book Corfu')).settled;
+    const [appr] = await rt.store.listApprovals({ sessionId: s.id, status: 'pending' });
+    expect((await rt.answerApproval(appr!.approvalId, { approved: true, reason: 'fine' }, { userId: 'ann', tenantId: 'acme' }, 'email')).ok).toBe(true);
+    await s.idle();
+    const other = await rt.answerApproval(appr!.approvalId, { approved: false }, { userId: 'mallory', tenantId: 'other' }, 'api');
+    expect(other).toMatchObject({ ok: false, code: 'approval.forbidden' });
+    expect(other).not.toHaveProperty('record');
+    expect(other.ok === false && other.message).not.toContain('ann');
+    const again = await rt.answerApproval(appr!.approvalId, { approved: false }, { userId: 'bob', tenantId: 'acme' }, 'api');
+    expect(again).toMatchObject({ ok: false, code: 'approval.already_resolved', record: { status: 'approved', resolution: { by: { userId: 'ann' }, via: 'email' } } });
+    await rt.close();
+  });
 });
