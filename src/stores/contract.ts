@@ -102,7 +102,7 @@ function checkQueue(sessionId: string, step: StepCommit): void {
           : typeof q.turnId !== 'string' || q.turnId === ''
             ? 'has no turnId'
             : !Number.isSafeInteger(q.pos)
-              ? `has pos ${JSON.stringify(q.pos)} (an integer is required)`
+              ? `has pos ${shown(q.pos)} (an integer is required)`
               : q.message === null || typeof q.message !== 'object' || typeof q.message.text !== 'string'
                 ? 'has no message text'
                 : undefined;
@@ -132,7 +132,7 @@ function checkQueue(sessionId: string, step: StepCommit): void {
 export function checkAfterN(afterN: number | undefined): number {
   if (afterN === undefined) return 0;
   if (typeof afterN !== 'number' || Number.isNaN(afterN) || afterN < 0) {
-    throw storeError('store.invalid_argument', `readMailbox: afterN must be a non-negative number, got ${JSON.stringify(afterN)}`);
+    throw storeError('store.invalid_argument', `readMailbox: afterN must be a non-negative number, got ${shown(afterN)}`);
   }
   return Math.floor(afterN);
 }
@@ -150,14 +150,27 @@ function mismatch(sessionId: string, what: string, index: number, got: unknown):
   );
 }
 
+/**
+ * A refused value as an error message shows it: numbers as JavaScript prints them (NaN, Infinity,
+ * which JSON would turn into null), other values as JSON, falling back to their type.
+ */
+function shown(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint' || value === undefined) return String(value);
+  try {
+    return JSON.stringify(value) ?? typeof value;
+  } catch {
+    return typeof value;
+  }
+}
+
 /** Validates readEvents arguments; returns the limit as a count (Infinity when absent). */
 export function checkRead(afterSeq: number, limit: number | undefined): number {
   if (typeof afterSeq !== 'number' || Number.isNaN(afterSeq)) {
-    throw storeError('store.invalid_argument', `readEvents: afterSeq must be a number, got ${JSON.stringify(afterSeq)}`);
+    throw storeError('store.invalid_argument', `readEvents: afterSeq must be a number, got ${shown(afterSeq)}`);
   }
   if (limit === undefined) return Infinity;
   if (typeof limit !== 'number' || Number.isNaN(limit) || limit < 0) {
-    throw storeError('store.invalid_argument', `readEvents: limit must be a non-negative number, got ${JSON.stringify(limit)}`);
+    throw storeError('store.invalid_argument', `readEvents: limit must be a non-negative number, got ${shown(limit)}`);
   }
   return Math.floor(limit);
 }

@@ -1,11 +1,15 @@
 /**
- * The SQLite store's schema: its version, the migrations that bring an older file to it (one
- * transaction per step), and the checks that refuse a file this turnstate cannot read. A file
- * written by a newer turnstate is refused rather than misread; a read-only store never migrates.
+ * The SQLite store's file: opening it, its schema version, the migrations that bring an older
+ * file to it (one transaction per step), and the checks that refuse a file this turnstate cannot
+ * read. A file written by a newer turnstate is refused rather than misread; a read-only store
+ * never migrates; every failure to open is a `store.open_failed` naming the path.
  */
+import Database from 'better-sqlite3';
 import type { Database as Db } from 'better-sqlite3';
+import { TurnstateError } from '../errors.js';
 import type { PersistedSession, QueuedEntry } from '../types.js';
 import { storeError } from './contract.js';
+import type { SqliteStoreOptions } from './sqlite-types.js';
 
 /** Schema version written to `PRAGMA user_version`. */
 export const SQLITE_SCHEMA_VERSION = 4;
@@ -181,12 +185,45 @@ function schemaVersionOf(db: Db): number {
   return version;
 }
 
+/** The names of what a file's schema holds (tables, indexes, views, triggers); none in a new database. */
+function schemaObjects(db: Db): string[] {
+  return db.prepare('SELECT name FROM sqlite_master ORDER BY rowid').pluck().all() as string[];
+}
+
+/** "<path> is not a turnstate store (...)": the words both the writable and the read-only refusal use. */
+function notAStore(path: string, objects: readonly string[]): string {
+  if (objects.length === 0) return `${path} is not a turnstate store (it has no schema version)`;
+  const shown = objects.length > 5 ? `${objects.slice(0, 5).join(', ')}, ...` : objects.join(', ');
+  return `${path} is not a turnstate store (it has no schema version and holds another application's schema: ${shown})`;
+}
+
+/**
+ * The schema version of a file a writable store may migrate, read before anything is written to
+ * it. Version 0 is a new database only while its schema is empty: a file at version 0 that
+ * already holds tables belongs to another application and is refused (`store.open_failed`),
+ * so no migration ever writes into it. A file of a newer turnstate is refused too.
+ */
+export function checkWritableVersion(db: Db): number {
+  const version = schemaVersionOf(db);
+  if (version === 0) {
+    const objects = schemaObjects(db);
+    if (objects.length > 0) {
+      throw storeError('store.open_failed', `${notAStore(db.name, objects)}; nothing was written to it`, {
+        path: db.name,
+        version,
+        objects,
+      });
+    }
+  }
+  return version;
+}
+
 /**
  * Brings a database to SQLITE_SCHEMA_VERSION, one transaction per step. A file written by a
- * newer version is refused rather than misread.
+ * newer version, or another application's database, is refused before anything is written.
  */
 export function migrateSqlite(db: Db): void {
-  const from = schemaVersionOf(db);
+  const from = checkWritableVersion(db);
   for (let v = from; v < SQLITE_SCHEMA_VERSION; v++) {
     const step = MIGRATIONS[v] as (db: Db) => void;
     db.transaction(() => {
@@ -210,9 +247,57 @@ export function checkReadableVersion(db: Db): void {
     throw storeError(
       'store.schema_too_old',
       version === 0
-        ? `${db.name} is not a turnstate store (it has no schema version)`
+        ? notAStore(db.name, schemaObjects(db))
         : `${db.name}: schema version ${version} is older than this turnstate's ${SQLITE_SCHEMA_VERSION}, and a read-only store does not migrate; open it once for writing (e.g. with the server that uses it, upgraded) first`,
       { path: db.name, version },
     );
   }
+}
+
+/** Opens the file for a store: checked (read-only) or checked, in WAL mode and migrated (writable). */
+export function openSqliteFile(options: SqliteStoreOptions, readonly: boolean, sync: 'normal' | 'full'): Db {
+  let db: Db;
+  try {
+    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000, readonly, fileMustExist: readonly });
+  } catch (err) {
+    throw openFailed(options.path, err);
+  }
+  try {
+    if (readonly) checkReadableVersion(db);
+    else openForWriting(db, options, sync);
+  } catch (err) {
+    db.close();
+    throw openFailed(options.path, err);
+  }
+  return db;
+}
+
+function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'full'): void {
+  // Exclusive before WAL: the WAL index then lives in process memory, not a -shm file.
+  if (options.exclusive === true) db.pragma('locking_mode = EXCLUSIVE');
+  // Read the file's version and schema before the first write (switching to WAL rewrites its
+  // header): a file that is not a turnstate store is refused untouched.
+  checkWritableVersion(db);
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${sync === 'full' ? 'FULL' : 'NORMAL'}`);
+  // Checkpoint the WAL every ~32 MB instead of ~4 MB: the log's last pages are rewritten many
+  // times between checkpoints and copied to the file once each.
+  db.pragma('wal_autocheckpoint = 8000');
+  migrateSqlite(db);
+}
+
+/**
+ * A failure to open, check or migrate the file as `store.open_failed` naming the path and the
+ * cause (a file that is not a database, a lock held too long, a failed migration step: each step
+ * is one transaction, so the file stays at the last version reached). A TurnstateError (a schema
+ * refusal) already names the path and passes through.
+ */
+export function openFailed(path: string, err: unknown): TurnstateError {
+  if (err instanceof TurnstateError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  const sqliteCode = (err as { code?: unknown } | null)?.code;
+  return new TurnstateError('store.open_failed', `cannot open SQLite store ${path}: ${message}`, {
+    cause: err,
+    details: typeof sqliteCode === 'string' ? { path, sqliteCode } : { path },
+  });
 }

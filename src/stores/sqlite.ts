@@ -11,10 +11,9 @@
  *
  * One process owns a file for writing; readers in other processes are safe (WAL).
  */
-import Database from 'better-sqlite3';
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { TurnstateError } from '../errors.js';
-import { checkReadableVersion, LOG_SPAN, migrateSqlite } from './sqlite-schema.js';
+import { LOG_SPAN, openFailed, openSqliteFile } from './sqlite-schema.js';
 
 export { migrateSqlite, SQLITE_SCHEMA_VERSION } from './sqlite-schema.js';
 import type { ApprovalRecord, ExecutionRecord, MailboxEntry, PersistedSession, QueuedEntry, SessionEvent, SessionRecord, StepCommit } from '../types.js';
@@ -65,17 +64,6 @@ function parseAll<T>(bodies: unknown[]): T[] {
   return out;
 }
 
-function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'full'): void {
-  // Exclusive before WAL: the WAL index then lives in process memory, not a -shm file.
-  if (options.exclusive === true) db.pragma('locking_mode = EXCLUSIVE');
-  db.pragma('journal_mode = WAL');
-  db.pragma(`synchronous = ${sync === 'full' ? 'FULL' : 'NORMAL'}`);
-  // Checkpoint the WAL every ~32 MB instead of ~4 MB: the log's last pages are rewritten many
-  // times between checkpoints and copied to the file once each.
-  db.pragma('wal_autocheckpoint = 8000');
-  migrateSqlite(db);
-}
-
 /** Opens (or creates) a SQLite store at `path` (kind 'sqlite'). */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionStore {
   if (options === null || typeof options !== 'object' || typeof options.path !== 'string' || options.path === '') {
@@ -86,24 +74,18 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     throw storeError('store.invalid_argument', `createSqliteStore: synchronous must be 'normal' or 'full', got ${JSON.stringify(sync)}`);
   }
   const readonly = options.readonly === true;
-  let db: Db;
-  try {
-    db = new Database(options.path, { timeout: options.busyTimeoutMs ?? 5000, readonly, fileMustExist: readonly });
-  } catch (err) {
-    throw new TurnstateError('store.open_failed', `cannot open SQLite store ${options.path}: ${(err as Error).message}`, {
-      cause: err,
-      details: { path: options.path },
-    });
-  }
-  try {
-    if (readonly) checkReadableVersion(db);
-    else openForWriting(db, options, sync);
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+  const db = openSqliteFile(options, readonly, sync);
 
-  const q = <R = unknown>(sql: string): Statement<unknown[], R> => db.prepare<unknown[], R>(sql);
+  // Every statement is prepared here, while the store opens: a file whose schema lacks what they
+  // read (a file that claims this version but is not a store of it) fails to open.
+  const q = <R = unknown>(sql: string): Statement<unknown[], R> => {
+    try {
+      return db.prepare<unknown[], R>(sql);
+    } catch (err) {
+      db.close();
+      throw openFailed(options.path, err);
+    }
+  };
 
   const insertSession = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?)');
   const createSessionIfNew = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');

@@ -1,6 +1,6 @@
 import { describe, it, expect, afterAll } from 'vitest';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,6 +44,31 @@ runStoreSuite(
 );
 
 runStoreSuite('sqlite :memory:', () => createSqliteStore({ path: ':memory:' }));
+
+/** The TurnstateError `fn` throws (fails the test when it throws anything else or nothing). */
+function refusal(fn: () => unknown): TurnstateError {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, `expected a TurnstateError, got ${String(caught)}`).toBeInstanceOf(TurnstateError);
+  return caught as TurnstateError;
+}
+
+/** The objects of a file's schema, and its user_version, read without changing it. */
+function schemaOf(path: string): { version: unknown; objects: unknown[] } {
+  const raw = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    return {
+      version: raw.pragma('user_version', { simple: true }),
+      objects: raw.prepare('SELECT type, name, sql FROM sqlite_master ORDER BY name').all(),
+    };
+  } finally {
+    raw.close();
+  }
+}
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -96,6 +121,66 @@ describe('sqlite store specifics', () => {
     expect(codeOf(() => createSqliteStore({ path: '' }))).toBe('store.invalid_argument');
     expect(codeOf(() => createSqliteStore({ path: fresh(), synchronous: 'off' as 'full' }))).toBe('store.invalid_argument');
     expect(codeOf(() => createSqliteStore({ path: join(dir, 'no-such-dir', 'x.db') }))).toBe('store.open_failed');
+  });
+
+  it('store:sqlite:open:not-a-database — a file that is not a SQLite database is refused with store.open_failed naming the path and the cause, writable or read-only, and left as it was', () => {
+    const path = join(dir, 'text-file.db');
+    writeFileSync(path, 'this is not a sqlite database at all, just text\n'.repeat(100));
+    const before = readFileSync(path);
+    for (const options of [{ path }, { path, exclusive: true }, { path, readonly: true }]) {
+      const err = refusal(() => createSqliteStore(options));
+      expect(err.code).toBe('store.open_failed');
+      expect(err.message).toContain(path);
+      expect(err.message).toMatch(/not a database/);
+      expect(err.details).toMatchObject({ path });
+    }
+    expect(readFileSync(path).equals(before)).toBe(true);
+  });
+
+  it('store:sqlite:open:foreign — another application\'s database (user_version 0, its own `sessions` table) is refused as not a turnstate store before anything is written to it; an empty file and :memory: are still created', () => {
+    const path = join(dir, 'foreign.db');
+    const raw = new Database(path);
+    raw.exec("CREATE TABLE sessions (x INTEGER); INSERT INTO sessions VALUES (1), (2); CREATE TABLE other (y TEXT);");
+    raw.close();
+    const bytes = readFileSync(path);
+    const schema = schemaOf(path);
+    for (const options of [{ path }, { path, exclusive: true }]) {
+      const err = refusal(() => createSqliteStore(options));
+      expect(err.code).toBe('store.open_failed');
+      expect(err.message).toContain(path);
+      expect(err.message).toMatch(/is not a turnstate store/);
+      expect(err.message).toMatch(/sessions/);
+      // Not half-migrated, not switched to WAL: the file is byte for byte what it was.
+      expect(schemaOf(path)).toEqual(schema);
+      expect(readFileSync(path).equals(bytes)).toBe(true);
+    }
+    // Read-only, the same file is refused with the same words (and its own code).
+    const ro = refusal(() => createSqliteStore({ path, readonly: true }));
+    expect(ro.code).toBe('store.schema_too_old');
+    expect(ro.message).toContain(`${path} is not a turnstate store`);
+    expect(readFileSync(path).equals(bytes)).toBe(true);
+    // A file that exists but is empty (0 bytes) is a new database: it becomes a store.
+    const empty = join(dir, 'empty.db');
+    writeFileSync(empty, '');
+    const store = createSqliteStore({ path: empty });
+    store.commit('s1', { session: session('s1'), events: events('s1', 1, 1) });
+    expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    store.close();
+    const mem = createSqliteStore({ path: ':memory:' });
+    expect(mem.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    mem.close();
+  });
+
+  it('store:sqlite:open:broken-schema — a file that claims the current version but lacks its tables is refused with store.open_failed naming the path', () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.exec(`CREATE TABLE sessions (x INTEGER); PRAGMA user_version = ${SQLITE_SCHEMA_VERSION};`);
+    raw.close();
+    for (const options of [{ path }, { path, readonly: true }]) {
+      const err = refusal(() => createSqliteStore(options));
+      expect(err.code).toBe('store.open_failed');
+      expect(err.message).toContain(path);
+    }
   });
 
   it('store:sqlite:schema — a new file gets the current user_version and every table; a newer schema is refused', () => {

@@ -303,6 +303,17 @@ export function runStoreSuite(name: string, make: Make, reopen?: Reopen): void {
         await expectCode(() => store.readEvents('s1', 0, -1), 'store.invalid_argument');
       });
 
+      it('store:events:invalid-value — a refused read names the value it got (NaN, not null)', async () => {
+        const afterSeq = await expectCode(() => store.readEvents('s1', Number.NaN), 'store.invalid_argument');
+        expect(afterSeq.message).toMatch(/afterSeq must be a number, got NaN$/);
+        const limit = await expectCode(() => store.readEvents('s1', 0, Number.NaN), 'store.invalid_argument');
+        expect(limit.message).toMatch(/got NaN$/);
+        const afterN = await expectCode(() => store.readMailbox('s1', Number.NaN), 'store.invalid_argument');
+        expect(afterN.message).toMatch(/got NaN$/);
+        const text = await expectCode(() => store.readEvents('s1', '3' as unknown as number), 'store.invalid_argument');
+        expect(text.message).toMatch(/got "3"$/);
+      });
+
       it('store:events:last-seq — lastSeq follows every commit; 0 for an unknown session', async () => {
         expect(await store.lastSeq('s1')).toBe(0);
         await store.commit('s1', { events: events('s1', 1, 2) });
