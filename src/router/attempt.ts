@@ -12,7 +12,7 @@ import type { ExecutionOutcome, ExecutionRecord } from '../types.js';
 import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
 import type { DispatchContext } from './dispatch-context.js';
 import { executionRecordOf, toJsonText } from './execution-log.js';
-import { filterView, type FilterAndDistribute } from './filter-distribute.js';
+import { filterView, type Distribution, type FilterAndDistribute } from './filter-distribute.js';
 
 /** One attempt's outcome, before it is logged. */
 export interface Attempt {
@@ -33,8 +33,9 @@ export interface Attempt {
 
 /**
  * Processes one attempt's outcome (views, output check, serialisation); never throws. A
- * generalist AnnotatedRecord is distributed through `fad`; a specialist's is filtered for the
- * caller only.
+ * generalist AnnotatedRecord is distributed through `fad` once its llm-session view has
+ * serialised (a result the model is told failed is distributed to no one); a specialist's is
+ * filtered for the caller only.
  */
 export function settleAttempt(
   fad: FilterAndDistribute,
@@ -53,6 +54,7 @@ export function settleAttempt(
   let record: AnnotatedRecord | undefined;
   let llmContent = '';
   let logJson: string | undefined;
+  let distribution: Distribution | undefined;
   if (error === undefined) {
     try {
       if (isAnnotatedRecord(result)) {
@@ -60,17 +62,9 @@ export function settleAttempt(
         if (error === undefined) {
           record = result;
           if (tool.scope === 'generalist') {
-            const { views } = fad.distribute(result, {
-              sessionId: ctx.sessionId,
-              turnId: ctx.turnId,
-              actor: ctx.actorName,
-              tool: tool.name,
-              callId: ctx.callId,
-              scope: tool.scope,
-              ...(result.dataKind === undefined ? {} : { dataKind: result.dataKind }),
-            });
-            llmView = views.get('llm-session');
-            uiView = views.get('ui-stream');
+            distribution = fad.viewsOf(result);
+            llmView = distribution.views.get('llm-session');
+            uiView = distribution.views.get('ui-stream');
           } else {
             // Specialist: annotations are honoured, but nothing is distributed beyond the caller.
             llmView = filterView(result, 'llm-session');
@@ -87,11 +81,30 @@ export function settleAttempt(
         if (typeof llmView === 'string') llmContent = llmView;
         else {
           try {
-            llmContent = JSON.stringify(llmView) ?? 'null';
-            if (llmView === result) logJson = llmContent;
+            const json = JSON.stringify(llmView) as string | undefined;
+            // No JSON at all: `null` when nothing was returned or nothing is visible (undefined);
+            // a function, a symbol, or a toJSON() that returns nothing cannot be serialised.
+            if (json === undefined && llmView !== undefined) {
+              error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${typeof llmView === 'object' ? 'its toJSON() returns nothing' : `a ${typeof llmView} has no JSON form`}`;
+            } else {
+              llmContent = json ?? 'null';
+              if (llmView === result) logJson = llmContent;
+            }
           } catch (e) {
             error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${errorMessage(e)}`;
           }
+        }
+        if (error === undefined && distribution !== undefined) {
+          const r = result as AnnotatedRecord;
+          fad.send(distribution, {
+            sessionId: ctx.sessionId,
+            turnId: ctx.turnId,
+            actor: ctx.actorName,
+            tool: tool.name,
+            callId: ctx.callId,
+            scope: tool.scope,
+            ...(r.dataKind === undefined ? {} : { dataKind: r.dataKind }),
+          });
         }
       } else {
         logJson = toJsonText({ error, result });

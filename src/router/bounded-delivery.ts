@@ -65,7 +65,7 @@ export class BoundedDelivery<T> {
   private dropped = 0;
   private ending = false;
   private stopped = false;
-  private readonly bufferSize: number;
+  readonly bufferSize: number;
   private readonly overflow: OverflowPolicy;
   private readonly concurrency: number;
 
@@ -119,20 +119,43 @@ export class BoundedDelivery<T> {
 
   private run(value: T): void {
     let r: void | PromiseLike<void>;
+    let then: unknown;
     try {
       r = this.deliver(value);
+      // Reading `then` runs the consumer's code (a getter may throw) as much as calling it does.
+      if (r !== undefined && r !== null) then = (r as PromiseLike<void>).then;
     } catch (error) {
       this.listener('failed', value, error);
       return;
     }
-    if (r !== undefined && r !== null && typeof (r as PromiseLike<void>).then === 'function') {
-      this.inFlight++;
-      (r as PromiseLike<void>).then(
-        () => this.settled('delivered', value, undefined),
-        (error: unknown) => this.settled('failed', value, error),
-      );
-    } else {
+    if (typeof then !== 'function') {
       this.listener('delivered', value, undefined);
+      return;
+    }
+    // One outcome per value whatever the thenable does, as a promise would resolve it: the first
+    // callback wins, and a then() that throws before calling one is a failed delivery.
+    let done = false;
+    this.inFlight++;
+    try {
+      (then as PromiseLike<void>['then']).call(
+        r,
+        () => {
+          if (done) return;
+          done = true;
+          this.settled('delivered', value, undefined);
+        },
+        (error: unknown) => {
+          if (done) return;
+          done = true;
+          this.settled('failed', value, error);
+        },
+      );
+    } catch (error) {
+      // Not settled(): run() is called from its drain loop, which goes on to the next value.
+      if (done) return;
+      done = true;
+      this.inFlight--;
+      if (!this.stopped) this.listener('failed', value, error);
     }
   }
 

@@ -77,7 +77,13 @@ const ONCE = { once: true } as const;
  */
 export function raceAbort(p: PromiseLike<unknown>, a: AbortSignal, b: AbortSignal | undefined): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const onAbort = (): void => reject(new Cancelled());
+    // Either signal firing removes the listener from both: a handler that never settles would
+    // otherwise leave one on the other signal (the caller's, when the deadline fired) per call.
+    const onAbort = (): void => {
+      a.removeEventListener('abort', onAbort);
+      b?.removeEventListener('abort', onAbort);
+      reject(new Cancelled());
+    };
     a.addEventListener('abort', onAbort, ONCE);
     b?.addEventListener('abort', onAbort, ONCE);
     p.then(

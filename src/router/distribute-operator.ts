@@ -8,9 +8,10 @@
  *   router.results$.pipe(filterAndDistribute(['cache', 'formatter:email'])).subscribe((dest$) =>
  *     dest$.pipe(deliverBounded((v) => sinks[dest$.key].write(v.view), { bufferSize: 100 })).subscribe());
  */
-import { EMPTY, groupBy, mergeMap, type GroupedObservable, type OperatorFunction } from 'rxjs';
+import { EMPTY, groupBy, map, mergeMap, type GroupedObservable, type OperatorFunction } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import type { DestinationId } from './annotated.js';
+import { ContainedObservable } from './contained.js';
 import { filterView, type DistributedView, type DistributionMeta } from './filter-distribute.js';
 import type { RoutedResult } from './router.js';
 
@@ -21,8 +22,8 @@ export function filterAndDistribute(destinations: Iterable<DestinationId>): Oper
       throw new TurnstateError('router.destination_invalid', `filterAndDistribute(): destination id ${JSON.stringify(id)} is invalid: use a non-empty id without '*', e.g. 'audit' or 'formatter:email'`);
     }
   }
-  return (source) =>
-    source.pipe(
+  return (source) => {
+    const grouped = source.pipe(
       mergeMap((r) => {
         const record = r.record;
         if (record === undefined) return EMPTY;
@@ -38,4 +39,10 @@ export function filterAndDistribute(destinations: Iterable<DestinationId>): Oper
       }),
       groupBy((v) => v.destination),
     );
+    // groupBy builds each group as an observable of its own: over the router's (contained)
+    // results$, a group's subscriber is contained like the stream's (one wrapper per group).
+    if (!(source instanceof ContainedObservable)) return grouped;
+    const contain = source.contain;
+    return grouped.pipe(map((g) => Object.assign(new ContainedObservable(contain, g), { key: g.key })));
+  };
 }

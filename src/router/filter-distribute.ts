@@ -12,6 +12,7 @@
 import { Subject, type Observable } from 'rxjs';
 import { TurnstateError } from '../errors.js';
 import { setOwn, type Scope } from '../types.js';
+import { ContainedObservable } from './contained.js';
 import { BoundedDelivery, boundedDeliveryOptions, DEFAULT_BUFFER_SIZE, type BoundedDeliveryOptions, type DeliveryOutcome } from './bounded-delivery.js';
 import {
   audienceIncludes,
@@ -65,7 +66,10 @@ export interface DestinationStats {
 
 export interface FilterAndDistributeOptions {
   destinations?: readonly Destination[];
-  /** Errors from a destination's deliver. Default: a process warning. */
+  /**
+   * Errors from a destination's deliver, and throws of a `views$(id)` subscriber (`meta` is then
+   * the latest view's put on that stream). Default: a process warning.
+   */
   onError?(error: unknown, destination: string, meta: DistributionMeta): void;
   /**
    * A view a full buffer dropped (`dropped` is the destination's running count). Default: one
@@ -95,7 +99,12 @@ interface Entry {
   stats: DestinationStats;
   /** A burst of drops is under way (for the default warning). */
   overflowing: boolean;
+  /** The meta of the latest view put on `stream` (what a throwing `views$` subscriber is reported with). */
+  lastMeta: DistributionMeta | undefined;
 }
+
+/** The meta a `views$` subscriber's throw is reported with when no view was ever put on its stream. */
+const NO_META: DistributionMeta = Object.freeze({ sessionId: '', turnId: '', actor: '', tool: '', callId: '' });
 
 export class FilterAndDistribute {
   private readonly entries = new Map<string, Entry>();
@@ -168,14 +177,15 @@ export class FilterAndDistribute {
    * The stream of views a registered destination is given, built-ins included (`llm-session`
    * carries every distributed tool result's model view). Synchronous with `distribute()`;
    * completes when the destination is removed. Throws `router.destination_unknown` for an id
-   * not registered.
+   * not registered. A subscriber's throw goes to `onError` (with the latest view's meta), never
+   * to distribute() or the process.
    */
   views$(id: string): Observable<DistributedView> {
     const entry = this.entries.get(id);
     if (entry === undefined) {
       throw new TurnstateError('router.destination_unknown', `FilterAndDistribute.views$(): no destination "${id}" is registered (registered: ${this.ids().join(', ')})`);
     }
-    return entry.stream.asObservable();
+    return new ContainedObservable((e) => this.report(e, id, entry.lastMeta ?? NO_META), entry.stream);
   }
 
   /** Delivery counts of a registered destination; undefined for an unknown id. */
@@ -196,6 +206,18 @@ export class FilterAndDistribute {
    * awaited.
    */
   distribute(record: AnnotatedRecord, meta: DistributionMeta): Distribution {
+    const d = this.viewsOf(record);
+    this.send(d, meta);
+    return d;
+  }
+
+  /**
+   * distribute()'s first half: every registered destination's view, handed to no one yet. The
+   * router checks the llm-session view (it must serialise) before `send`: a call the model is
+   * told failed is never distributed as a success.
+   * @internal
+   */
+  viewsOf(record: AnnotatedRecord): Distribution {
     if (!isAnnotatedRecord(record)) {
       throw new TurnstateError('router.not_annotated', 'FilterAndDistribute.distribute(): expected an AnnotatedRecord (see annotate())');
     }
@@ -206,19 +228,34 @@ export class FilterAndDistribute {
       const v = walk(record.data, active, record.default, id);
       views.set(id, v === HIDDEN ? undefined : v);
     }
+    return { views };
+  }
+
+  /**
+   * distribute()'s second half: each visible view of `viewsOf()` onto its destination's stream and
+   * buffer, in registration order. Never throws (subscribers are contained, buffers never throw).
+   * @internal
+   */
+  send({ views }: Distribution, meta: DistributionMeta): void {
     for (const [id, entry] of this.entries) {
       const observed = entry.stream.observed;
       if (entry.delivery === undefined && !observed) continue;
       const view = views.get(id);
       if (view === undefined) continue;
       const dv: DistributedView = { destination: id, view, meta };
-      if (observed) entry.stream.next(dv);
+      if (observed) {
+        entry.lastMeta = meta;
+        entry.stream.next(dv);
+      }
       if (entry.delivery !== undefined) {
+        // A burst of drops ends when the buffer has emptied (checked here, where the next drop
+        // would be decided); a buffer of 0 is always empty, so there the burst ends when nothing
+        // is pending (see outcome()).
+        if (entry.overflowing && entry.delivery.waiting === 0 && entry.delivery.bufferSize > 0) entry.overflowing = false;
         entry.stats.pending++;
         entry.delivery.push(dv);
       }
     }
-    return { views };
   }
 
   private outcome(entry: Entry, kind: DeliveryOutcome<DistributedView>['kind'], v: DistributedView, error: unknown): void {
@@ -265,6 +302,7 @@ function newEntry(destination: Destination): Entry {
     delivery: undefined,
     stats: { delivered: 0, failed: 0, dropped: 0, pending: 0 },
     overflowing: false,
+    lastMeta: undefined,
   };
 }
 

@@ -20,6 +20,7 @@ import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
 import type { AnnotatedRecord } from './annotated.js';
 import { attemptRecord, errorMessage, settleAttempt, type Attempt } from './attempt.js';
 import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
+import { ContainedObservable } from './contained.js';
 import { handlerContext, stopSignal, unsignalledContext, type DispatchContext } from './dispatch-context.js';
 import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute } from './filter-distribute.js';
@@ -134,6 +135,7 @@ export class EventRouter {
   /**
    * Routed tool calls as they start, every session's public (generalist) ones. Synchronous: an
    * observer runs inside the dispatch, so it must not block; nothing is built while no one observes.
+   * A subscriber's throw goes to `onError` (as an observer's), never to the call or the process.
    */
   readonly calls$: Observable<RoutedCall>;
   /** Routed tool calls as they settle (after the last attempt); public ones, like `calls$`. */
@@ -146,6 +148,8 @@ export class EventRouter {
   private readonly executionLog: ExecutionSink | undefined;
   private readonly now: () => number;
   private readonly onError: (error: unknown, where: 'observer' | 'execution-log') => void;
+  /** Where a throwing subscriber of the streams goes (see ContainedObservable). */
+  private readonly containObserver = (e: unknown): void => this.report(e, 'observer');
 
   constructor(opts: EventRouterOptions = {}) {
     this.filterAndDistribute = opts.filterAndDistribute ?? new FilterAndDistribute();
@@ -157,16 +161,16 @@ export class EventRouter {
     this.executionLog = opts.executionLog;
     this.now = opts.now ?? Date.now;
     this.onError = opts.onError ?? defaultOnError;
-    this.calls$ = this.calls.pipe(filter((c) => !c.private));
-    this.results$ = this.results.pipe(filter((r) => !r.call.private));
+    this.calls$ = new ContainedObservable(this.containObserver, this.calls).pipe(filter((c) => !c.private));
+    this.results$ = new ContainedObservable(this.containObserver, this.results).pipe(filter((r) => !r.call.private));
   }
 
   /** The call and result streams of one session, its routed specialist calls included. */
   inSession(sessionId: string): SessionStreams {
     if (typeof sessionId !== 'string') throw new TurnstateError('router.observer_invalid', 'inSession(): sessionId must be a string');
     return {
-      calls$: this.calls.pipe(filter((c) => c.sessionId === sessionId)),
-      results$: this.results.pipe(filter((r) => r.call.sessionId === sessionId)),
+      calls$: new ContainedObservable(this.containObserver, this.calls).pipe(filter((c) => c.sessionId === sessionId)),
+      results$: new ContainedObservable(this.containObserver, this.results).pipe(filter((r) => r.call.sessionId === sessionId)),
     };
   }
 
@@ -258,9 +262,11 @@ export class EventRouter {
           callId: ctx.callId,
         });
       }
-      if (this.calls.observed || this.results.observed) {
-        call = { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: tool.scope === 'specialist' };
-        if (this.calls.observed) this.calls.next(call);
+      // Built here only for calls$; results$ builds it when the call settles if no one was
+      // subscribed now (a subscriber added meanwhile still gets the result).
+      if (this.calls.observed) {
+        call = routedCall(tool, args, ctx);
+        this.calls.next(call);
       }
       handler = this.handlers.get(tool.name) ?? handler;
     }
@@ -321,7 +327,7 @@ export class EventRouter {
     const a = settleAttempt(this.filterAndDistribute, tool, ctx, result, error, outcome, outcome === 'error', startedAt, t0);
     const execution = attemptRecord(tool, args, ctx, a, 1, this.maxResultChars);
     this.append(execution);
-    return this.complete(tool, ctx, call, a, [execution]);
+    return this.complete(tool, args, ctx, call, a, [execution]);
   }
 
   /**
@@ -387,11 +393,11 @@ export class EventRouter {
       executions.push(execution);
       if (!a.retryable || n >= attempts || !(await backoff(retry!, n, stop))) break;
     }
-    return this.complete(tool, ctx, call, a, executions);
+    return this.complete(tool, args, ctx, call, a, executions);
   }
 
   /** The call is over: its result event and stream entry (when observed), and what the caller gets. */
-  private complete(tool: RegisteredTool, ctx: DispatchContext, call: RoutedCall | undefined, a: Attempt, executions: ExecutionRecord[]): ToolDispatch {
+  private complete(tool: RegisteredTool, args: unknown, ctx: DispatchContext, call: RoutedCall | undefined, a: Attempt, executions: ExecutionRecord[]): ToolDispatch {
     const isError = a.error !== undefined;
     const execution = executions[executions.length - 1]!;
     if (tool.routing === 'routed') {
@@ -403,16 +409,18 @@ export class EventRouter {
           callId: ctx.callId,
         });
       }
-      if (call !== undefined && this.results.observed) {
+      if (this.results.observed) {
         const r: { -readonly [K in keyof RoutedResult]: RoutedResult[K] } = {
-          call,
+          call: call ?? routedCall(tool, args, ctx),
           isError,
           outcome: a.outcome,
           attempts: executions.length,
           view: isError ? a.error : a.llmView,
           execution,
         };
-        if (a.record !== undefined && tool.scope === 'generalist') r.record = a.record;
+        // An error result carries no record: the model was told the call failed, so nothing
+        // downstream (filterAndDistribute()) may deliver it as a success.
+        if (a.record !== undefined && !isError && tool.scope === 'generalist') r.record = a.record;
         this.results.next(r);
       }
     }
@@ -449,6 +457,10 @@ export class EventRouter {
       // onError is the last resort; a throw here has nowhere else to go.
     }
   }
+}
+
+function routedCall(tool: RegisteredTool, args: unknown, ctx: DispatchContext): RoutedCall {
+  return { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: tool.scope === 'specialist' };
 }
 
 /** What a handler's throw or rejection means: cancelled (by the cancel signal or the interrupt), or failed. */

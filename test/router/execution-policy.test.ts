@@ -2,6 +2,7 @@
  * Timeouts, retries and cancellation of routed calls (spec 002 "Routed specialist ... Cancellation,
  * retry, and audit instrumentation still apply"), at the router: every attempt is logged.
  */
+import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MemoryExecutionLog } from '../../src/router/execution-log.js';
 import { EventRouter, type RoutedResult } from '../../src/router/router.js';
@@ -69,6 +70,20 @@ describe('routed calls: timeouts', () => {
     const p = router.dispatchTool(tool, {}, ctx());
     await vi.advanceTimersByTimeAsync(10);
     expect(await p).toMatchObject({ isError: false, llmContent: '{"ok":1}', execution: { attempt: 1, outcome: 'ok' } });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('router:timeout:no-listener-left — A timed-out call MUST leave no listener on the caller\'s signal, even when its handler never settles', async () => {
+    const router = new EventRouter();
+    const tool = makeTool({ name: 'never_settles', scope: 'generalist', extra: { timeoutMs: 20 }, handler: () => new Promise(() => {}) });
+    // A long-lived cancel signal (a server's shutdown signal) shared by every call.
+    const shutdown = new AbortController();
+    for (let i = 0; i < 3; i++) {
+      const p = router.dispatchTool(tool, {}, ctx({ signal: shutdown.signal }));
+      await vi.advanceTimersByTimeAsync(20);
+      expect(await p).toMatchObject({ isError: true, execution: { outcome: 'timeout' } });
+    }
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
     expect(vi.getTimerCount()).toBe(0);
   });
 

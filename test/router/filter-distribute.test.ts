@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { annotate } from '../../src/router/annotated.js';
 import { FilterAndDistribute, type DistributionMeta } from '../../src/router/filter-distribute.js';
 import { TurnstateError } from '../../src/errors.js';
+import { EventRouter } from '../../src/router/router.js';
+import { ctx, makeTool } from './fixtures.js';
 
 const meta: DistributionMeta = { sessionId: 's1', turnId: 't1', actor: 'travel', tool: 'flight_search', callId: 'c1', scope: 'generalist' };
 
@@ -111,6 +113,53 @@ describe('FilterAndDistribute', () => {
       { dest: 'cache', msg: 'cache down', callId: 'c1' },
       { dest: 'audit', msg: 'audit rejected', callId: 'c1' },
     ]);
+  });
+
+  it('router:distribute:isolated-errors — A deliver whose thenable throws from then() (or from its then getter) MUST NOT affect the others or the call; the error goes to onError and the destination keeps receiving views', async () => {
+    const errors: string[] = [];
+    const fad = new FilterAndDistribute({ onError: (e, dest, m) => void errors.push(`${dest}:${m.callId}:${(e as Error).message}`) });
+    let audit = 0;
+    let sms = 0;
+    // Lazy thenables (query builders) throw from then() when they fail to start.
+    fad.register({
+      id: 'audit',
+      deliver: () => {
+        audit++;
+        return { then() { throw new Error('pool closed'); } } as never;
+      },
+    });
+    fad.register({
+      id: 'formatter:sms',
+      deliver: () => {
+        sms++;
+        return { get then() { throw new Error('then getter'); } } as never;
+      },
+    });
+    const cache: unknown[] = [];
+    fad.register({ id: 'cache', deliver: (v) => void cache.push(v) });
+    const router = new EventRouter({ filterAndDistribute: fad });
+    const tool = makeTool({ name: 'quote_n', scope: 'generalist', handler: (a: { n: number }) => annotate({ n: a.n }) });
+    for (let n = 1; n <= 2; n++) {
+      const out = await router.dispatchTool(tool, { n }, ctx({ callId: `t${n}` }));
+      expect(out).toMatchObject({ isError: false, llmContent: JSON.stringify({ n }) });
+    }
+    expect(cache).toEqual([{ n: 1 }, { n: 2 }]);
+    expect([audit, sms]).toEqual([2, 2]);
+    expect(errors).toEqual(['audit:t1:pool closed', 'formatter:sms:t1:then getter', 'audit:t2:pool closed', 'formatter:sms:t2:then getter']);
+    expect(fad.stats('audit')).toEqual({ delivered: 0, failed: 2, dropped: 0, pending: 0 });
+    expect(fad.stats('formatter:sms')).toEqual({ delivered: 0, failed: 2, dropped: 0, pending: 0 });
+  });
+
+  it('router:distribute:isolated-errors — A thenable that calls back and then throws, or calls back twice, has one outcome (the first)', async () => {
+    const errors: string[] = [];
+    const fad = new FilterAndDistribute({ onError: (e, dest) => void errors.push(`${dest}:${(e as Error).message}`) });
+    fad.register({ id: 'audit', deliver: () => ({ then(ok: () => void) { ok(); throw new Error('late throw'); } }) as never });
+    fad.register({ id: 'cache', deliver: () => ({ then(ok: () => void, bad: (e: unknown) => void) { ok(); ok(); bad(new Error('late reject')); } }) as never });
+    fad.distribute(annotate({ x: 1 }), meta);
+    fad.distribute(annotate({ x: 2 }), meta);
+    expect(errors).toEqual([]);
+    expect(fad.stats('audit')).toEqual({ delivered: 2, failed: 0, dropped: 0, pending: 0 });
+    expect(fad.stats('cache')).toEqual({ delivered: 2, failed: 0, dropped: 0, pending: 0 });
   });
 
   it('router:distribute:built-ins — llm-session and ui-stream exist; duplicates and bad ids are errors', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { EventRouter, type RoutedEvent, type ToolDispatch } from '../../src/router/router.js';
+import { EventRouter, type RoutedEvent, type RoutedResult, type ToolDispatch } from '../../src/router/router.js';
+import { filterAndDistribute } from '../../src/router/distribute-operator.js';
 import { annotate } from '../../src/router/annotated.js';
 import { FilterAndDistribute } from '../../src/router/filter-distribute.js';
 import { MemoryExecutionLog } from '../../src/router/execution-log.js';
@@ -255,6 +256,55 @@ describe('EventRouter.dispatchTool', () => {
     expect(big.llmContent).toMatch(/^tool "big" returned a result that is not JSON-serialisable: /);
     expect(big.data).toBeUndefined();
     expectComplete(big.execution);
+  });
+
+  it('router:result:llm-content — A result that cannot be serialised is an isError result: a function, a symbol, a toJSON() that returns nothing (never "null"); undefined stays null', async () => {
+    const router = new EventRouter();
+    const cases: [string, unknown][] = [
+      ['returns_fn', async function fetchRates() { return 1; }],
+      ['returns_symbol', Symbol('x')],
+      ['returns_tojson_nothing', { toJSON: () => undefined }],
+    ];
+    for (const [name, value] of cases) {
+      const out = await router.dispatchTool(makeTool({ name, scope: 'generalist', handler: () => value }), {}, ctx());
+      expect(out, name).toMatchObject({ isError: true, execution: { outcome: 'error', isError: true } });
+      expect(out.llmContent).toMatch(new RegExp(`^tool "${name}" returned a result that is not JSON-serialisable: `));
+      expect(out.data).toBeUndefined();
+      expectComplete(out.execution);
+    }
+    const nothing = await router.dispatchTool(makeTool({ name: 'returns_nothing', scope: 'generalist', handler: () => undefined }), {}, ctx());
+    expect(nothing).toMatchObject({ llmContent: 'null', isError: false, execution: { outcome: 'ok' } });
+  });
+
+  it('router:distribute:failed-not-distributed — A record whose llm-session view cannot be serialised (the model is told the call failed) MUST reach no destination, and its results$ entry carries no record', async () => {
+    const got: string[] = [];
+    const fad = new FilterAndDistribute();
+    fad.register({ id: 'cache', deliver: (_v, m) => void got.push(`deliver:${m.callId}`) });
+    fad.views$('cache').subscribe((v) => void got.push(`views$:${v.meta.callId}`));
+    const router = new EventRouter({ filterAndDistribute: fad });
+    const results: RoutedResult[] = [];
+    router.results$.subscribe((r) => void results.push(r));
+    const viaOperator: string[] = [];
+    router.results$.pipe(filterAndDistribute(['cache'])).subscribe((g) => g.subscribe((v) => void viaOperator.push(v.meta.callId)));
+    // The llm-session view carries a BigInt; the cache view does not.
+    const quote = makeTool({
+      name: 'quote_bigint', scope: 'generalist',
+      handler: (a: { id: bigint | number }) => annotate({ price: 10, internal: { id: a.id } }, { fields: { '/price': ['cache', 'llm-session'], '/internal': ['llm-session'] } }),
+    });
+    const bad = await router.dispatchTool(quote, { id: 7n }, ctx({ callId: 'q1' }));
+    expect(bad.isError).toBe(true);
+    expect(bad.llmContent).toMatch(/^tool "quote_bigint" returned a result that is not JSON-serialisable: /);
+    expect(got).toEqual([]);
+    expect(viaOperator).toEqual([]);
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ isError: true, outcome: 'error' });
+    expect(results[0]!.record).toBeUndefined();
+    // One that serialises is distributed as before.
+    const ok = await router.dispatchTool(quote, { id: 7 }, ctx({ callId: 'q2' }));
+    expect(ok.isError).toBe(false);
+    expect(got).toEqual(['views$:q2', 'deliver:q2']);
+    expect(viaOperator).toEqual(['q2']);
+    expect(results[1]!.record).toMatchObject({ kind: 'annotated-record' });
   });
 
   it('router:dispatch:data-peer-view — an AnnotatedRecord is data-bearing through its peer-response view only', async () => {

@@ -3,7 +3,7 @@
  * stream per destination, and the bounded buffer that keeps a slow destination off the turn's path.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Subject, lastValueFrom, mergeMap, map, toArray, type GroupedObservable } from 'rxjs';
+import { Subject, config, filter, lastValueFrom, mergeMap, map, toArray, type GroupedObservable } from 'rxjs';
 import { annotate } from '../../src/router/annotated.js';
 import { deliverBounded, type DeliveryOutcome } from '../../src/router/bounded-delivery.js';
 import { filterAndDistribute } from '../../src/router/distribute-operator.js';
@@ -41,9 +41,28 @@ function gatedSink() {
   };
 }
 
+const rxjsHook = config.onUnhandledError;
 afterEach(() => {
   vi.restoreAllMocks();
+  config.onUnhandledError = rxjsHook;
 });
+
+/**
+ * What RxJS would throw into the process (in a timer) while the test runs: a probe on RxJS's own
+ * hook, set by the test only (the router never sets it; afterEach restores it), so an escape
+ * fails the test, not the run.
+ */
+function unhandledErrors() {
+  const seen: unknown[] = [];
+  config.onUnhandledError = (e) => void seen.push(e);
+  return {
+    /** What escaped, once RxJS's timer has run. */
+    async settle(): Promise<unknown[]> {
+      await new Promise((r) => setTimeout(r, 0));
+      return seen;
+    },
+  };
+}
 
 describe('EventRouter streams', () => {
   it('router:streams:calls-results — calls$ carries a routed call as it starts, results$ as it settles; public ones only', async () => {
@@ -85,6 +104,92 @@ describe('EventRouter streams', () => {
     expect(results[0]!.view).toEqual({ subject: 'Invoice' });
     expect(results[1]!.record).toMatchObject({ kind: 'annotated-record', dataKind: 'flights' });
     expect(() => router.inSession(42 as unknown as string)).toThrow(/sessionId must be a string/);
+  });
+
+  it('router:streams:calls-results — a results$ subscriber added while a call runs gets that call\'s result when it settles', async () => {
+    const router = new EventRouter();
+    let release!: (v: unknown) => void;
+    const slow = makeTool({ name: 'slow_lookup', scope: 'generalist', handler: () => new Promise((r) => (release = r)) });
+    const c = ctx({ sessionId: 's1' });
+    const p = router.dispatchTool(slow, { q: 1 }, c);
+    // Both attached after the call started (e.g. an audit consumer wired up late).
+    const results: RoutedResult[] = [];
+    const mine: RoutedResult[] = [];
+    router.results$.subscribe((r) => void results.push(r));
+    router.inSession('s1').results$.subscribe((r) => void mine.push(r));
+    release({ ok: true });
+    await p;
+    const call = { sessionId: 's1', turnId: c.turnId, callId: c.callId, actor: 'triage', tool: 'slow_lookup', scope: 'generalist', args: { q: 1 }, private: false };
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ call, isError: false, outcome: 'ok', attempts: 1, view: { ok: true } });
+    expect(mine).toHaveLength(1);
+    expect(mine[0]!.call).toEqual(call);
+  });
+
+  it('router:streams:errors-contained — A throwing subscriber of calls$ or results$ (piped, inSession\'s, a filterAndDistribute() group\'s) MUST NOT affect the call, other subscribers or the process; the error goes to onError', async () => {
+    const escaped = unhandledErrors();
+    const errs: string[] = [];
+    const router = new EventRouter({ onError: (e, where) => void errs.push(`${where}: ${(e as Error).message}`) });
+    router.calls$.subscribe(() => {
+      throw new Error('calls$');
+    });
+    // The documented alerting example, with a broken alerting backend.
+    router.results$.pipe(filter((r) => !r.isError)).subscribe(() => {
+      throw new Error('results$ piped');
+    });
+    router.results$.subscribe({
+      next() {
+        throw new Error('results$ observer');
+      },
+    });
+    router.inSession('s1').results$.subscribe(() => {
+      throw new Error('inSession');
+    });
+    router.results$.pipe(filterAndDistribute(['audit'])).subscribe((g) =>
+      g.subscribe(() => {
+        throw new Error('group');
+      }),
+    );
+    // An operator that throws errors its stream; with no error callback that is contained too.
+    router.results$
+      .pipe(
+        map(() => {
+          throw new Error('operator');
+        }),
+      )
+      .subscribe();
+    const good: string[] = [];
+    router.results$.subscribe((r) => void good.push(r.call.callId));
+    for (const n of [1, 2]) {
+      const out = await router.dispatchTool(search, { n }, ctx({ sessionId: 's1', callId: `k${n}` }));
+      expect(out).toMatchObject({ isError: false, llmContent: JSON.stringify({ flight: `F${n}`, price: 100 + n }) });
+    }
+    // Every subscriber stays subscribed (the one whose stream errored excepted).
+    expect(good).toEqual(['k1', 'k2']);
+    const perCall = ['observer: results$ piped', 'observer: results$ observer', 'observer: inSession', 'observer: group'];
+    expect(errs).toEqual(['observer: calls$', ...perCall, 'observer: operator', 'observer: calls$', ...perCall]);
+    expect(await escaped.settle()).toEqual([]);
+  });
+
+  it('router:streams:errors-contained — A throwing views$(id) subscriber MUST NOT affect distribute(), the destination\'s deliver or the process; the error goes to onError with the view\'s meta', async () => {
+    const escaped = unhandledErrors();
+    const errs: string[] = [];
+    const fad = new FilterAndDistribute({ onError: (e, dest, m) => void errs.push(`${dest}:${m.callId}:${(e as Error).message}`) });
+    const delivered: unknown[] = [];
+    fad.register({ id: 'cache', deliver: (v) => void delivered.push(v) });
+    fad.views$('cache').subscribe(() => {
+      throw new Error('views$');
+    });
+    fad.views$('llm-session')
+      .pipe(map((v) => v.view))
+      .subscribe(() => {
+        throw new Error('views$ piped');
+      });
+    const { views } = fad.distribute(offer(1), meta(1));
+    expect(views.get('llm-session')).toEqual({ flight: 'F1', price: 101 });
+    expect(delivered).toEqual([{ flight: 'F1', price: 101 }]);
+    expect(errs).toEqual(['llm-session:c1:views$ piped', 'cache:c1:views$']);
+    expect(await escaped.settle()).toEqual([]);
   });
 
   it('router:streams:close — close() completes calls$ and results$', async () => {
@@ -181,6 +286,23 @@ describe('bounded delivery of slow destinations', () => {
     await audit.release();
     // The burst is over (nothing waits); the next overflow warns again.
     for (let n = 7; n <= 9; n++) fad.distribute(offer(n), meta(n));
+    expect(warn).toHaveBeenCalledTimes(2);
+  });
+
+  it('router:distribute:overflow-warning — a burst ends when the buffer is empty again, though the destination is still busy: the next overflow warns again', async () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    const audit = gatedSink();
+    const fad = new FilterAndDistribute();
+    fad.register({ id: 'audit', deliver: audit.deliver, bufferSize: 1 });
+    // 1 in flight, 2 waiting; 3 drops 2.
+    for (let n = 1; n <= 3; n++) fad.distribute(offer(n), meta(n));
+    expect(warn).toHaveBeenCalledTimes(1);
+    // 1 done: 3 is delivered now and the buffer is empty; the destination stays busy.
+    await audit.release();
+    expect(fad.stats('audit')).toMatchObject({ dropped: 1, pending: 1 });
+    // 4 waits, 5 drops it: a new burst.
+    for (let n = 4; n <= 5; n++) fad.distribute(offer(n), meta(n));
+    expect(fad.stats('audit')).toMatchObject({ dropped: 2 });
     expect(warn).toHaveBeenCalledTimes(2);
   });
 
