@@ -203,10 +203,21 @@ export interface SessionRuntime {
   approvals(filter: { sessionId: string; status?: ApprovalRecord['status'] }): Promise<ApprovalRecord[]>;
   /** An approval by id, or undefined (channels that carry only the approval id look up its session). */
   approval(approvalId: string): Promise<ApprovalRecord | undefined>;
-  /** Restore sessions with unfinished turns from the store and resume them. */
-  recover(): Promise<{ resumed: string[] }>;
+  /**
+   * Restore sessions with unfinished turns from the store and resume them. A session whose
+   * stored state cannot be restored (a damaged row, a turn state no longer registered) is listed
+   * in `failed` and left as stored; the others still resume.
+   */
+  recover(): Promise<{ resumed: string[]; failed: RecoverFailure[] }>;
   /** Stop accepting work, let running steps commit, close the store. */
   close(): Promise<void>;
+}
+
+/** A session `recover()` could not restore: its id and why (`session.unrestorable`). */
+export interface RecoverFailure {
+  sessionId: string;
+  code: string;
+  message: string;
 }
 
 /**

@@ -11,6 +11,7 @@ export type { TurnstateRuntime } from './runtime.js';
 export type {
   CreateSessionOptions,
   Injection,
+  RecoverFailure,
   Runtime,
   RuntimeLimits,
   RuntimeOptions,

@@ -6,6 +6,7 @@
  */
 import type {
   CreateSessionOptions,
+  RecoverFailure,
   Runtime,
   RuntimeLimits,
   RuntimeOptions,
@@ -83,9 +84,12 @@ class SessionRef implements SessionHandle {
     return (await this.live(this.id)).answerApproval(...a);
   }
   events(afterSeq?: number) {
-    const h = this.peek(this.id);
-    if (h) return h.events(afterSeq);
-    return defer(() => from(this.live(this.id))).pipe(switchMap((x) => x.events(afterSeq)));
+    // The host is found when someone subscribes, not now: an observable kept across passivation
+    // subscribes to the session as it is then (the live host, or one reactivated from the store).
+    return defer(() => {
+      const h = this.peek(this.id);
+      return h ? h.events(afterSeq) : from(this.live(this.id)).pipe(switchMap((x) => x.events(afterSeq)));
+    });
   }
   async snapshot() {
     return (await this.live(this.id)).snapshot();
@@ -205,12 +209,27 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     const p = (async () => {
       const record = await store.getSession(id);
       if (!record) return undefined;
-      const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
-      const host = new SessionHost(deps, record, lastSeq, snapshot);
-      hosts.set(id, host);
-      const hostState = snapshot?.host as HostState | undefined;
-      if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
-      return host;
+      let host: SessionHost | undefined;
+      try {
+        const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
+        host = new SessionHost(deps, record, lastSeq, snapshot);
+        hosts.set(id, host);
+        const hostState = snapshot?.host as HostState | undefined;
+        if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
+        return host;
+      } catch (err) {
+        // A session whose stored state this runtime cannot restore (a damaged row, a turn state
+        // no longer registered) is left as stored, and the error says which session it is.
+        if (host !== undefined && hosts.get(id) === host) {
+          host.stop();
+          hosts.delete(id);
+        }
+        if (err instanceof TurnstateError && err.code === 'store.closed') throw err;
+        throw new TurnstateError('session.unrestorable', `session ${id} cannot be restored from the store: ${err instanceof Error ? err.message : String(err)}`, {
+          cause: err,
+          details: { sessionId: id },
+        });
+      }
     })();
     loading.set(id, p);
     try {
@@ -316,6 +335,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     },
 
     async deleteSession(id: string) {
+      // A session being activated is deleted once it is live (else activation would put it back).
+      await loading.get(id)?.catch(() => undefined);
       const host = hosts.get(id);
       const record = host?.record ?? (await store.getSession(id));
       if (!record) return false;
@@ -350,15 +371,27 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
 
     async recover() {
       const resumed: string[] = [];
+      const failed: RecoverFailure[] = [];
       for (const rec of await store.listSessions()) {
         if (hosts.has(rec.id)) continue;
-        const snap = await store.loadSnapshot(rec.id);
-        const hs = snap?.host as HostState | undefined;
-        if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
-        const host = await activate(rec.id);
-        if (host) resumed.push(rec.id);
+        // One session that cannot be restored leaves the others to resume: it is reported.
+        try {
+          const snap = await store.loadSnapshot(rec.id);
+          const hs = snap?.host as HostState | undefined;
+          if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
+          const host = await activate(rec.id);
+          if (host) resumed.push(rec.id);
+        } catch (err) {
+          if (closed || (err instanceof TurnstateError && err.code === 'store.closed')) throw err;
+          const e = err instanceof TurnstateError && err.code === 'session.unrestorable' ? err : undefined;
+          failed.push({
+            sessionId: rec.id,
+            code: e?.code ?? 'session.unrestorable',
+            message: e?.message ?? `session ${rec.id} cannot be restored from the store: ${err instanceof Error ? err.message : String(err)}`,
+          });
+        }
       }
-      return { resumed };
+      return { resumed, failed };
     },
 
     async close() {

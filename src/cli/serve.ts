@@ -115,7 +115,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const app = desk.createTravelDesk(runtime);
   const authenticate = opts.authenticate ?? authFromEnv(env['TURNSTATE_API_KEYS']);
 
-  const { resumed } = await runtime.recover();
+  const { resumed, failed } = await runtime.recover();
   const webRoot = join(PACKAGE_ROOT, 'web');
   const transports: HttpTransport[] = [
     healthTransport(),
@@ -140,6 +140,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
   log(`  agents:         ${app.agents.map((a) => a.name).join(', ')}`);
   if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
+  // Loud, but not fatal: one damaged session must not keep the others (and the server) down.
+  for (const f of failed) log(`  NOT RESUMED:    ${f.message} (${f.code})`);
   log(`  AAP:            ${server.url}/meta`);
   if (existsSync(webRoot)) log(`  demo page:      ${server.url}/`);
   log(`  pid:            ${process.pid} (SIGINT or SIGTERM stops it gracefully)`);

@@ -95,6 +95,27 @@ describe('passivation', () => {
     }
   });
 
+  it('passivation:stale-observable — an events() observable taken before passivation and subscribed after it replays the stored events and goes on live', async () => {
+    const rt = buildDesk({ db: join(dir, 'c2.db'), sideLog: join(dir, 'c2.log') });
+    const s = await rt.createSession({ actor: 'desk' });
+    await (await s.send('hi there')).settled;
+    const events$ = s.events(0);
+    expect(rt.passivateIdle()).toBe(1);
+    const seen: number[] = [];
+    let completed = false;
+    const sub = events$.subscribe({ next: (e) => seen.push(e.seq), complete: () => (completed = true) });
+    try {
+      await (await s.send('hi again')).settled;
+      await s.idle();
+      expect(completed).toBe(false);
+      expect(seen).toEqual((await rt.history(s.id)).map((e) => e.seq));
+      expect(seen.length).toBeGreaterThan(0);
+    } finally {
+      sub.unsubscribe();
+      await rt.close();
+    }
+  });
+
   it('passivation:watched-stays — an idle session with a live subscriber is not passivated; once unsubscribed it is', async () => {
     const rt = buildDesk({ db: join(dir, 'd.db'), sideLog: join(dir, 'd.log') });
     const s = await rt.createSession({ actor: 'desk' });
