@@ -178,6 +178,12 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     onActivity: (h) => {
       h.lastActive = clock.now();
     },
+    onWriteFailed: (h) => {
+      if (hosts.get(h.id) !== h) return;
+      h.stop();
+      hosts.delete(h.id);
+      putDormant(h.id);
+    },
     historyCache: new HistoryCache(limits.historyCacheEntries),
     ...(options.inspect ? { inspect: options.inspect } : {}),
   };

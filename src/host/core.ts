@@ -39,6 +39,11 @@ export interface HostDeps {
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },
   ) => Promise<{ part: Part; usage: Usage }>;
   onActivity: (host: { lastActive: number }) => void;
+  /**
+   * The store refused a write and the turn ended without it: the host's memory is ahead of the
+   * store, so the runtime replaces it (stopped; the next use restores the session as stored).
+   */
+  onWriteFailed?: (host: { readonly id: string; stop(): void }) => void;
   /** Where tools store artifacts (`ctx.artifacts`); none: handlers get no `ctx.artifacts`. */
   artifacts?: ArtifactStore;
   /** Mailboxes and histories of sleeping sessions (see history-cache.ts); none kept without it. */

@@ -33,6 +33,8 @@ export interface LoopOwner extends HostCore {
   next(): void;
   /** No turn runs any more: release whoever waits for the session to be idle. */
   released(): void;
+  /** The store refused a write the turn needed: this host gives way to one restored from the store. */
+  writeFailed(): void;
 }
 
 export class EffectLoop {
@@ -269,6 +271,7 @@ export class EffectLoop {
       t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error: { code, message } });
       this.host.endTurn();
       this.host.released();
+      this.host.writeFailed();
       return GO_ON;
     }
   }

@@ -75,9 +75,13 @@ export class GroupCommit {
     return false;
   }
 
-  /** Resolves once what is buffered now has been written (at once when nothing is). */
+  /**
+   * Resolves once what is buffered now has been written (at once when nothing is); rejects when
+   * that write failed, or an earlier one did (a barrier may have written, and failed to write,
+   * the buffer before the caller asked).
+   */
   durable(): Promise<void> | void {
-    if (!this.buffer) return;
+    if (!this.buffer) return this.error ? Promise.reject(this.error) : undefined;
     return new Promise<void>((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 

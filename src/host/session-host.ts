@@ -164,10 +164,17 @@ export class SessionHost implements SessionHandle, LoopOwner {
     if (this.turn || this.queue.length > 0) return acceptWhileBusy(this, msg, opts);
     const d = deferred<TurnOutcome>();
     const turnId = this.deps.newId('turn');
-    this.startTurn(turnId, msg, opts, d);
-    // Accepted means durable: with group commit, wait for the write that holds turn.started
-    // (the first barrier of the turn, or the end of this event-loop turn) instead of adding one.
-    await this.journal.durable();
+    try {
+      this.startTurn(turnId, msg, opts, d);
+      // Accepted means durable: with group commit, wait for the write that holds turn.started
+      // (the first barrier of the turn, or the end of this event-loop turn) instead of adding one.
+      await this.journal.durable();
+    } catch (err) {
+      // Not written, so not accepted: this host is ahead of the store and gives way to one
+      // restored from it (the session as it was before the message).
+      this.writeFailed();
+      throw err;
+    }
     return { turnId, queued: false, settled: d.promise };
   }
 
@@ -236,6 +243,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
     const q = this.queue.shift();
     if (q) this.startTurn(q.turnId, q.message, q.opts, q);
     else this.released();
+  }
+
+  writeFailed(): void {
+    this.deps.onWriteFailed?.(this);
   }
 
   released(): void {
