@@ -40,7 +40,7 @@ import { createDelivery } from '../../envelope/delivery.js';
 import { AapProjector, type PartClass } from './projector.js';
 import { parseCreateSessionRequest, parseTurnRequest } from './schema.js';
 import { AAP_METADATA_KEY, SessionConfigs, type AapSessionConfig } from './session-config.js';
-import { runTurnRequest } from './turns.js';
+import { RunningTurns, runTurnRequest } from './turns.js';
 import { AAP_PROTOCOL_VERSION, STREAM_MODES, type MetaResponse, type SessionResponse, type StreamMode } from './types.js';
 
 export interface AapOptions {
@@ -64,7 +64,10 @@ export interface AapOptions {
 }
 
 export type AapHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & {
-  /** Stop accepting turns; running streams finish. */
+  /**
+   * Stop accepting turns; running streams finish within `closeGraceMs`, then each still running
+   * ends with `turn_stop {"stopReason":"error"}` (a `none` response: that body).
+   */
   close(): Promise<void>;
 };
 
@@ -83,6 +86,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
   const modes = opts.streamModes ?? [...STREAM_MODES];
   const configs = new SessionConfigs(runtime);
   const inflight = new Set<Promise<unknown>>();
+  const running = new RunningTurns();
   let closing = false;
 
   const agentConfigs = (): AapAgentConfig[] =>
@@ -247,6 +251,7 @@ export function createAapHandler(opts: AapOptions): AapHandler {
       req: ctx.req,
       res: ctx.res,
       heartbeatMs: opts.heartbeatMs ?? 15_000,
+      running,
     });
   });
 
@@ -286,6 +291,10 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     });
     await Promise.race([Promise.allSettled([...inflight]), grace]);
     if (timer !== undefined) clearTimeout(timer);
+    // Turns still running past the grace period: the server destroys the connections next, so
+    // each response ends here with its turn_stop (error: the turn did not finish on this stream),
+    // never a dropped socket.
+    await running.stopAll('error');
   };
   return handler;
 }

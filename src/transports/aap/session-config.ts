@@ -24,6 +24,7 @@ function fromMetadata(value: unknown): Partial<AapSessionConfig> | undefined {
 export class SessionConfigs {
   readonly #runtime: SessionRuntime;
   readonly #cache = new Map<string, AapSessionConfig>();
+  readonly #unpersisted = new Set<string>();
 
   constructor(runtime: SessionRuntime) {
     this.#runtime = runtime;
@@ -50,13 +51,25 @@ export class SessionConfigs {
     return config;
   }
 
-  /** Remember a config that was persisted with a message (or is about to be). */
-  set(sessionId: string, config: AapSessionConfig): void {
+  /**
+   * Remember a config that was persisted with a message (or is about to be). `persisted: false`:
+   * nothing recorded it yet (a re-submission's override, which has no user message); the next
+   * user message stores it (`isPersisted`).
+   */
+  set(sessionId: string, config: AapSessionConfig, opts: { persisted?: boolean } = {}): void {
     this.#cache.set(sessionId, config);
+    if (opts.persisted === false) this.#unpersisted.add(sessionId);
+    else this.#unpersisted.delete(sessionId);
+  }
+
+  /** False while the cached config holds an override no message recorded yet. */
+  isPersisted(sessionId: string): boolean {
+    return !this.#unpersisted.has(sessionId);
   }
 
   forget(sessionId: string): void {
     this.#cache.delete(sessionId);
+    this.#unpersisted.delete(sessionId);
   }
 }
 

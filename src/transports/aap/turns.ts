@@ -39,6 +39,25 @@ export interface TurnRequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   heartbeatMs: number;
+  /** The handler's responses still following a turn: closing the handler ends each one (see `RunningTurns`). */
+  running: RunningTurns;
+}
+
+/**
+ * The turn responses a handler is following. `stopAll` ends each with its `turn_stop` (or JSON
+ * body) before the server destroys the connections, and resolves once they are written.
+ */
+export class RunningTurns {
+  readonly #stops = new Set<(reason: StopReason) => Promise<void>>();
+
+  add(stop: (reason: StopReason) => Promise<void>): () => void {
+    this.#stops.add(stop);
+    return () => this.#stops.delete(stop);
+  }
+
+  async stopAll(reason: StopReason): Promise<void> {
+    await Promise.allSettled([...this.#stops].map((stop) => stop(reason)));
+  }
 }
 
 export async function runTurnRequest(ctx: TurnRequestContext): Promise<void> {
@@ -89,7 +108,8 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
       { details: { pendingToolCallIds: waiting } },
     );
   }
-  const changed = next !== ctx.config;
+  // A config a re-submission changed has no user message of its own: it is stored with this one.
+  const changed = next !== ctx.config || !ctx.configs.isPersisted(handle.id);
   const opts: SendOptions = {
     principal: ctx.principal,
     enabledTools: enabledToolNames(ctx.agent, next.agent),
@@ -182,7 +202,6 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
     );
   }
   if (snap.turnId === undefined) throw new HttpError(400, 'tool.not_pending', `session "${handle.id}" has no turn waiting for tool results`, { path: '/messages' });
-  if (next !== ctx.config) ctx.configs.set(handle.id, next);
 
   const turnId = snap.turnId;
   const known: { callId: string; side: CallSide; turnId: string }[] = [
@@ -220,6 +239,9 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
     run.follower.stop('error');
     throw err;
   }
+  // Only once every answer was taken: a refused request (403, 409) leaves the config as it was.
+  // No user message carries it, so it is stored with the next one (`isPersisted`).
+  if (next !== ctx.config) ctx.configs.set(handle.id, next, { persisted: false });
   run.begin(snap.turnId);
   await run.finished;
 }
@@ -267,22 +289,38 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
   const follower = followTurn({ handle: ctx.handle, projector, afterSeq });
   let closed = false;
   let begun = false;
+  /** Set once the follower stopped: how the turn's response ends. */
+  let stopped: StopReason | undefined;
+  const end = (reason: StopReason): void => {
+    if (!closed) sink.finish(reason, projector.unresolvedCalls(), compatFields(projector));
+  };
   const onClose = (): void => {
     closed = true;
+    // The client went: no turn_stop to write, but the heartbeat ends with the response.
+    sink.close();
     follower.stop('end_turn');
   };
   res.once('close', onClose);
   // Before `begin` nothing is written: a refusal (4xx) is answered by the caller's error path.
   const finished = follower.done.then((reason) => {
     res.off('close', onClose);
-    if (begun && !closed) sink.finish(reason, projector.unresolvedCalls(), compatFields(projector));
+    stopped = reason;
+    if (begun) end(reason);
   });
+  const leave = ctx.running.add((reason) => {
+    follower.stop(reason);
+    return finished;
+  });
+  void finished.then(leave);
   return {
     follower,
     begin(turnId) {
+      if (closed) return;
       begun = true;
       sink.start();
-      follower.setTurnId(turnId);
+      // Stopped while the answers were applied (the handler is closing): end the response now.
+      if (stopped !== undefined) end(stopped);
+      else follower.setTurnId(turnId);
     },
     finished,
   };
@@ -293,6 +331,8 @@ interface Sink {
   item: (item: AapItem) => void;
   /** `extra`: turnstate's fields beside stopReason (spec 003 userResponse / finalContent), usually empty. */
   finish(reason: StopReason, unresolved: string[], extra: CompatFields): void;
+  /** The client went before `finish`: release what the response holds (its heartbeat). */
+  close(): void;
 }
 
 /** Spec 003 compatibility turns: `turn_stop` (and the `none` body) carry `userResponse` and `finalContent`. */
@@ -317,6 +357,7 @@ function jsonSink(res: ServerResponse): Sink {
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
       res.end(body);
     },
+    close() {},
   };
 }
 
@@ -365,6 +406,10 @@ function sseSink(res: ServerResponse, heartbeatMs: number): Sink {
       write(formatSse('turn_stop', { stopReason: reason, ...extra }));
       ended = true;
       if (!res.writableEnded) res.end();
+    },
+    close() {
+      if (timer !== undefined) clearInterval(timer);
+      ended = true;
     },
   };
 }

@@ -85,6 +85,12 @@ class SseStream implements StreamConnection {
         slack: Math.min(64 * 1024, ctx.limits.maxBufferedBytes / 4),
         cork: () => res.cork(),
         uncork: () => res.uncork(),
+        // Node corks a response's socket until the end of the tick, so `writableLength` still counts
+        // what was written this tick (the `retry:` line, the events just before a large one).
+        flush: () => {
+          const socket = res.socket;
+          if (socket !== null) while (socket.writableCorked > 0) socket.uncork();
+        },
       },
       encode: codec.sseFrame,
       classify: codec.classify,

@@ -7,6 +7,10 @@
  * - Held bytes (queued here plus `sink.buffered()`) never exceed `maxBufferedBytes`, with one
  *   exception: a single frame larger than the bound is written when nothing else is held, so a
  *   large event is never undeliverable.
+ * - Bytes a sink holds back on its own (an HTTP response keeps what was written until the end of
+ *   the tick) are on their way, not held for a slow reader: before the sink counts as asking to
+ *   wait, and before a frame larger than the bound, it is flushed (`Sink.flush`). Counted, they
+ *   would block a reader that keeps up and refuse every large frame, again on each resume.
  * - Under pressure (the next frame would cross the bound) streaming-only events are compacted:
  *   a `part.delta` followed in the queue by the `part.received` of the same part is dropped,
  *   consecutive `part.delta` of the same part are merged (text concatenated, last `seq` kept),
@@ -37,6 +41,12 @@ export interface Sink {
   /** Optional batching: frames written between cork() and uncork() leave in one system call. */
   cork?(): void;
   uncork?(): void;
+  /**
+   * Optional: hand what the sink holds back on its own (an HTTP response holds its writes until
+   * the end of the tick) to the socket now, so `buffered()` counts only what the socket could not
+   * take.
+   */
+  flush?(): void;
 }
 
 /** How the compaction may treat an event. */
@@ -165,10 +175,14 @@ export class BoundedSubscriber {
     if (!this.blocked && this.head === this.queue.length && size + this.sinkBound <= this.max) {
       // Nothing queued and the sink holds under its highWaterMark: the bound holds without asking.
       this.delivered++;
-      if (!this.sink.write(frame)) this.blocked = this.sink.buffered() >= this.slack;
+      if (!this.sink.write(frame)) this.blocked = this.mustWait();
       if (size + this.sinkBound > this.peakHeldBytes) this.peakHeldBytes = size + this.sinkBound;
       return true;
     }
+    const alone = size > this.max;
+    // A frame past the bound goes out only when nothing else is held; bytes the sink merely
+    // holds until the end of the tick (the `retry:` line, the events just before) leave first.
+    if (alone && this.head === this.queue.length) this.sink.flush?.();
     const held = this.queuedBytes + this.sink.buffered();
     if (held + size > this.max && held > 0) {
       const item: Queued = { sessionId, event, frame, kind: event === undefined ? Coalesce.Keep : this.classify(event) };
@@ -181,7 +195,11 @@ export class BoundedSubscriber {
     }
     if (!this.blocked && this.head === this.queue.length) {
       this.delivered++;
-      if (!this.sink.write(frame)) this.blocked = this.sink.buffered() >= this.slack;
+      const ok = this.sink.write(frame);
+      // A frame past the bound goes out at once: an event right behind it (the envelope repeating
+      // a large part) finds the sink holding only what the socket could not take.
+      if (alone) this.sink.flush?.();
+      if (!ok) this.blocked = this.mustWait();
       this.notePeak();
       return true;
     }
@@ -189,6 +207,18 @@ export class BoundedSubscriber {
     this.queuedBytes += size;
     this.notePeak();
     return true;
+  }
+
+  /**
+   * The sink asked to wait: whether it really holds its slack. A sink that holds writes back on
+   * its own (an HTTP response, until the end of the tick) is flushed first, so the bytes the
+   * socket takes at once do not block (and queue, and cut) a reader that keeps up.
+   */
+  private mustWait(): boolean {
+    if (this.sink.buffered() < this.slack) return false;
+    if (this.sink.flush === undefined) return true;
+    this.sink.flush();
+    return this.sink.buffered() >= this.slack;
   }
 
   /** The sink can take more: write queued frames until it asks to wait again. */
@@ -204,7 +234,7 @@ export class BoundedSubscriber {
       this.head++;
       this.queuedBytes -= item.frame.byteLength + FRAME_OVERHEAD;
       this.delivered++;
-      if (!this.sink.write(item.frame) && this.sink.buffered() >= this.slack) {
+      if (!this.sink.write(item.frame) && this.mustWait()) {
         this.blocked = true;
         break;
       }

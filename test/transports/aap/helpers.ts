@@ -7,8 +7,8 @@ import { createRuntime } from '../../../src/runtime.js';
 import { createScriptedModel, type ScriptedModel } from '../../../src/models/scripted.js';
 import type { ModelScript } from '../../../src/models/script.js';
 import type { SessionStore } from '../../../src/machines/ports.js';
-import type { Runtime, RuntimeLimits } from '../../../src/api.js';
-import { createAapTransport, type AapAgentConfig } from '../../../src/transports/aap/index.js';
+import type { Runtime, RuntimeLimits, RuntimeOptions } from '../../../src/api.js';
+import { createAapTransport, type AapAgentConfig, type AapOptions } from '../../../src/transports/aap/index.js';
 import { PART_BOUNDARY } from '../../../src/transports/aap/projector.js';
 import { startServer, type RunningServer } from '../../../src/transports/server.js';
 import type { Authenticate } from '../../../src/transports/types.js';
@@ -31,13 +31,23 @@ export interface HarnessOptions {
   maxBodyBytes?: number;
   agents?: AapAgentConfig[];
   limits?: Partial<RuntimeLimits>;
+  canAnswerApproval?: RuntimeOptions['canAnswerApproval'];
+  /** Further AAP options (heartbeatMs, closeGraceMs, ...). */
+  aap?: Partial<Omit<AapOptions, 'runtime'>>;
+  /** startServer's grace before it destroys open connections on close. */
+  closeTimeoutMs?: number;
   /** Register tools/actors (default: the travel desk). */
   setup?: (runtime: Runtime) => void;
 }
 
 export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> {
   const model = createScriptedModel(opts.script ?? travelDeskScript());
-  const runtime = createRuntime({ model, ...(opts.store ? { store: opts.store } : {}), ...(opts.limits ? { limits: opts.limits } : {}) });
+  const runtime = createRuntime({
+    model,
+    ...(opts.store ? { store: opts.store } : {}),
+    ...(opts.limits ? { limits: opts.limits } : {}),
+    ...(opts.canAnswerApproval ? { canAnswerApproval: opts.canAnswerApproval } : {}),
+  });
   let agents = opts.agents;
   let desk: TravelDesk | undefined;
   if (opts.setup) opts.setup(runtime);
@@ -50,8 +60,9 @@ export async function startHarness(opts: HarnessOptions = {}): Promise<Harness> 
     ...(opts.authenticate ? { authenticate: opts.authenticate } : {}),
     ...(opts.maxBodyBytes ? { maxBodyBytes: opts.maxBodyBytes } : {}),
     ...(agents ? { agents } : {}),
+    ...opts.aap,
   });
-  const server = await startServer({ runtime, transports: [transport], port: 0 });
+  const server = await startServer({ runtime, transports: [transport], port: 0, ...(opts.closeTimeoutMs === undefined ? {} : { closeTimeoutMs: opts.closeTimeoutMs }) });
   return { url: server.url, runtime, model, server, ...(desk ? { desk } : {}), close: () => server.close() };
 }
 

@@ -143,6 +143,31 @@ describe('streams: bounded subscriber buffer', () => {
     expect(sink.frames).toHaveLength(1);
   });
 
+  it('streams:buffer:oversized-flush — "a single frame larger than the bound is written when nothing else is held": bytes the sink only holds until the end of the tick are flushed, not counted', () => {
+    // Like an HTTP response: what is written stays in buffered() until the tick ends (or flush()).
+    const frames: Buffer[] = [];
+    let tick = 0;
+    const sink: Sink = {
+      write: (f) => {
+        frames.push(f);
+        tick += f.byteLength;
+        return tick < 1000;
+      },
+      buffered: () => tick,
+      highWaterMark: 1000,
+      flush: () => {
+        tick = 0;
+      },
+    };
+    let overflows = 0;
+    const sub = new BoundedSubscriber({ sink, encode, classify: codec.classify, maxBufferedBytes: 2000, onOverflow: () => overflows++ });
+    sub.push('s1', ev(1, stateChange('idle', 'awaiting')));
+    sub.push('s1', ev(2, received('c1', 0, 'response', 'z'.repeat(5000))));
+    sub.push('s1', ev(3, settled()));
+    expect(overflows).toBe(0);
+    expect(frames.map((f) => (JSON.parse(f.toString('utf8')) as SessionEvent).seq)).toEqual([1, 2, 3]);
+  });
+
   it('streams:buffer:purge — unsubscribing removes only that session\'s queued events', () => {
     const { sink, sub, flush } = make(100_000, 1);
     sub.push('s1', ev(1, stateChange('idle', 'awaiting')));
