@@ -356,6 +356,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     },
 
     async answerApproval(approvalId, answer, by, via): Promise<AnswerResult> {
+      if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed; the answer was not taken');
       const record = await store.getApproval(approvalId);
       if (!record) return { ok: false, code: 'approval.not_found', message: `no approval ${approvalId}` };
       const host = await activate(record.sessionId);

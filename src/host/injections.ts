@@ -21,6 +21,7 @@ export interface HeldSession extends HostCore {
 }
 
 export async function inject(s: HeldSession, injection: Injection): Promise<TurnRef | undefined> {
+  checkInjection(injection);
   const t = s.turn;
   switch (injection.kind) {
     case 'client-tool-result': {
@@ -58,4 +59,18 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
       return s.resume(t, resume)!;
     }
   }
+}
+
+const KINDS = ['client-tool-result', 'peer-envelope', 'resume'];
+
+/** Refused before anything is looked at: an injection of no known kind, or without what its kind needs. */
+function checkInjection(injection: Injection): void {
+  const i = injection as { kind?: unknown; callId?: unknown; content?: unknown; resumeOn?: unknown; envelope?: unknown } | null;
+  const kind = i !== null && typeof i === 'object' ? i.kind : undefined;
+  let problem: string | undefined;
+  if (typeof kind !== 'string' || !KINDS.includes(kind)) problem = `kind must be one of ${KINDS.map((k) => `"${k}"`).join(', ')}, got ${JSON.stringify(kind) ?? 'undefined'}`;
+  else if (kind === 'client-tool-result' && (typeof i!.callId !== 'string' || typeof i!.content !== 'string')) problem = 'a client-tool-result needs a string callId and a string content';
+  else if (kind === 'resume' && (typeof i!.resumeOn !== 'string' || i!.resumeOn === '')) problem = 'a resume needs a non-empty resumeOn';
+  else if (kind === 'peer-envelope' && (i!.envelope === null || typeof i!.envelope !== 'object')) problem = 'a peer-envelope needs an envelope object';
+  if (problem !== undefined) throw new TurnstateError('injection.invalid', `inject(): ${problem}; nothing was injected`);
 }

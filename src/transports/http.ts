@@ -70,6 +70,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   'input.invalid': 400,
   'message.invalid': 400,
   'injection.unknown_call': 400,
+  'injection.invalid': 400,
   'runtime.closed': 503,
 };
 

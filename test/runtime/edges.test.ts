@@ -445,6 +445,7 @@ describe('turn loop edges', () => {
     await rt.close();
     await expect(rt.createSession({ actor: 'a' })).rejects.toMatchObject({ code: 'runtime.closed' });
     await expect(s.send('after close')).rejects.toMatchObject({ code: 'runtime.closed' });
+    await expect(rt.answerApproval('appr_any', { approved: true }, { userId: 'u1' }, 'api')).rejects.toMatchObject({ code: 'runtime.closed' });
   });
 });
 

@@ -363,6 +363,12 @@ describe('spec 000 shapes through the runtime', () => {
     expect((await s.snapshot()).state).toBe('awaiting-supervisor');
     // The wrong injection is refused with an error naming what the session waits for.
     await expect(s.inject({ kind: 'resume', resumeOn: 'something-else' })).rejects.toMatchObject({ code: 'injection.not_waiting' });
+    // A malformed one (injection:invalid) is refused naming what is wrong, and changes nothing.
+    await expect(s.inject({ kind: 'bogus' } as never)).rejects.toMatchObject({ code: 'injection.invalid', message: expect.stringContaining('got "bogus"') });
+    await expect(s.inject(null as never)).rejects.toMatchObject({ code: 'injection.invalid' });
+    await expect(s.inject({ kind: 'resume' } as never)).rejects.toMatchObject({ code: 'injection.invalid', message: expect.stringContaining('resumeOn') });
+    await expect(s.inject({ kind: 'client-tool-result', callId: 'x' } as never)).rejects.toMatchObject({ code: 'injection.invalid', message: expect.stringContaining('content') });
+    expect((await s.snapshot()).state).toBe('awaiting-supervisor');
     await expect(s.inject({ kind: 'peer-envelope', envelope: { role: 'agent', parts: [], meta: { sessionId: 'x', turnId: 'y', producedAt: '', finalizedBy: 'complete' } } })).rejects.toMatchObject({ code: 'injection.not_waiting' });
     expect(rec.of('turn.settled')).toHaveLength(0);
     const ref = await s.inject({ kind: 'resume', resumeOn: 'supervisor-decision', payload: { decision: 'supervisor-ok' } });
