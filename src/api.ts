@@ -209,7 +209,12 @@ export interface SessionRuntime {
    * in `failed` and left as stored; the others still resume.
    */
   recover(): Promise<{ resumed: string[]; failed: RecoverFailure[] }>;
-  /** Stop accepting work, let running steps commit, close the store. */
+  /**
+   * Stop accepting work, write what was committed, close the store. Running turns stay as
+   * recorded and resume on `recover()`: a running tool handler's signal aborts, and an outcome it
+   * reaches after close is not recorded (the tool ran at most once; after the restart the model is
+   * told its outcome is unknown, see docs/concepts/tools.md).
+   */
   close(): Promise<void>;
 }
 
