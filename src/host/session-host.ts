@@ -29,7 +29,7 @@ import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn, restoredTurn } from './recovery.js';
 import { sessionSnapshot } from './snapshot.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, newTurn, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
+import { CALLS_ANSWERED, deferred, hostStateOf, newTurn, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -46,7 +46,6 @@ export class SessionHost implements SessionHandle, LoopOwner {
   private idleWaiters: (() => void)[] | null = null;
   /** Reused across model calls until one is aborted. */
   private abortCtl: AbortController | null = null;
-  /** The last turn's tool controller, reused by a queued next turn while it is clean. */
   private readonly loop = new EffectLoop(this);
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
@@ -97,15 +96,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.queue.stage(step);
   }
   persistedSession(): PersistedSession {
-    const t = this.turn;
-    // Queued messages are journaled records of their own (queue.ts), not part of the snapshot.
-    const host: HostState = {};
-    if (t) {
-      // Copies: a store may keep the object (the memory store does) while the turn goes on.
-      host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
-      if (t.joined.length) host.turn.joined = t.joined.slice();
-    }
-    return { machine: this.machine.persisted(), host: host as unknown as Record<string, unknown> };
+    return { machine: this.machine.persisted(), host: hostStateOf(this.turn) as unknown as Record<string, unknown> };
   }
 
   /** Write whatever group commit holds for this session now. */

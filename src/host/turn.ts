@@ -90,6 +90,20 @@ export interface HostState {
 }
 
 /**
+ * What the host persists of its turn beside the machine snapshot. Queued messages are journaled
+ * records of their own (queue.ts), not part of it. Copies: a store may keep the object (the
+ * memory store does) while the turn goes on.
+ */
+export function hostStateOf(t: ActiveTurn | null): HostState {
+  const host: HostState = {};
+  if (t) {
+    host.turn = { turnId: t.turnId, input: t.input, opts: t.opts, parts: t.parts.slice(), usage: t.usage, pending: [...t.pending.values()] };
+    if (t.joined.length) host.turn.joined = t.joined.slice();
+  }
+  return host;
+}
+
+/**
  * Counts `n` more calls dispatched under the turn's tool signal. Each may leave a listener on it
  * until the turn ends, which is no leak: from MANY_CALLS calls on (in one response or over the
  * turn's rounds) the signal has no listener cap, so Node never warns of one.
