@@ -9,8 +9,23 @@ import type { ArtifactPut, ArtifactRecord } from '../api.js';
 /** `art_` and 22 base64url characters (16 random bytes). */
 export const ARTIFACT_ID = /^art_[A-Za-z0-9_-]{22}$/;
 
-/** A MIME type `type/subtype` with optional parameters; nothing that could break a header. */
-export const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(?:\s*;\s*[a-z0-9!#$&^_.+-]+=(?:[a-z0-9!#$&^_.+-]+|"[^"\r\n\\]*"))*$/i;
+/**
+ * A MIME type `type/subtype` with optional parameters; nothing that could break a header (only
+ * spaces and tabs around `;`: `\s` would let CR, LF and Unicode spaces in).
+ */
+export const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(?:[ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=(?:[a-z0-9!#$&^_.+-]+|"[^"\r\n\\\x00-\x08\x0a-\x1f\x7f]*"))*$/i;
+
+/** A UTF-16 surrogate without its pair: not text (no UTF-8 form, no header, no URI). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A store's `maxBytes` option: a positive integer (NaN or a negative number would turn the limit off). */
+export function maxArtifactBytes(value: number | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_ARTIFACT_BYTES;
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new TurnstateError('store.invalid_argument', `artifact store: maxBytes must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
 
 /** Default cap on one artifact's size (25 MiB). */
 export const DEFAULT_MAX_ARTIFACT_BYTES = 25 * 1024 * 1024;
@@ -30,8 +45,8 @@ export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: 
     bad('mimeType', `${JSON.stringify(input.mimeType)} is not a MIME type like "text/csv" or "image/png"`);
   }
   if (input.data.byteLength > maxBytes) bad('data', `${input.data.byteLength} bytes is over this store's limit of ${maxBytes} bytes`);
-  if (input.name !== undefined && (typeof input.name !== 'string' || input.name.length === 0 || input.name.length > 255 || /[\u0000-\u001f\u007f]/.test(input.name))) {
-    bad('name', 'must be a non-empty string of at most 255 characters without control characters');
+  if (input.name !== undefined && (typeof input.name !== 'string' || !goodName(input.name))) {
+    bad('name', 'must be a non-empty string of at most 255 characters without control characters or unpaired surrogates');
   }
   if (typeof input.sessionId !== 'string' || input.sessionId === '') bad('sessionId', 'must name the session the artifact belongs to');
   if (input.tenantId !== undefined && typeof input.tenantId !== 'string') bad('tenantId', 'must be a string');
@@ -44,4 +59,12 @@ export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: 
     ...(input.tenantId !== undefined ? { tenantId: input.tenantId } : {}),
     createdAt,
   };
+}
+
+/** 1-255 characters (code points: an emoji is one), no control character, well-formed UTF-16. */
+function goodName(name: string): boolean {
+  if (name.length === 0 || name.length > 510 || /[\u0000-\u001f\u007f]/.test(name) || LONE_SURROGATE.test(name)) return false;
+  let n = 0;
+  for (const _ of name) if (++n > 255) return false;
+  return true;
 }

@@ -11,13 +11,13 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArtifactPut, ArtifactRecord, ArtifactStore } from '../api.js';
-import { ARTIFACT_ID, artifactRecord, DEFAULT_MAX_ARTIFACT_BYTES } from './artifact-common.js';
+import { ARTIFACT_ID, artifactRecord, maxArtifactBytes } from './artifact-common.js';
 
 const CACHE_SIZE = 1024;
 
 export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }): ArtifactStore {
   const dir = opts.dir;
-  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
+  const maxBytes = maxArtifactBytes(opts.maxBytes);
   mkdirSync(dir, { recursive: true });
   const cache = new Map<string, ArtifactRecord>();
   const remember = (r: ArtifactRecord): void => {

@@ -25,7 +25,9 @@ export interface ArtifactsTransportOptions {
 function disposition(kind: 'inline' | 'attachment', name: string | undefined): string {
   if (name === undefined) return kind;
   const ascii = name.replace(/[^\x20-\x7e]|["\\]/g, '_');
-  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+  // RFC 5987 attr-char: encodeURIComponent leaves ' ( ) * unescaped, which it does not allow.
+  const encoded = encodeURIComponent(name).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpTransport {

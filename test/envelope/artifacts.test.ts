@@ -138,6 +138,10 @@ describe('artifacts: produced by tools, referenced by parts, served over HTTP', 
       expect(ok.headers.get('x-content-type-options')).toBe('nosniff');
       expect(ok.headers.get('content-disposition')).toBe(`inline; filename="fares.csv"; filename*=UTF-8''fares.csv`);
       expect(await ok.text()).toBe(CSV);
+      // RFC 5987: ' ( ) * are not attr-chars and are percent-encoded in filename*.
+      const odd = await rt.artifacts.put({ data: new TextEncoder().encode('x'), mimeType: 'text/csv', name: "it's (1)*.csv", sessionId: s.id, tenantId: 'acme' });
+      const oddGet = await get(`/artifacts/${odd.artifactId}`, 'key-acme');
+      expect(oddGet.headers.get('content-disposition')).toBe(`inline; filename="it's (1)*.csv"; filename*=UTF-8''it%27s%20%281%29%2A.csv`);
 
       expect((await get(`/artifacts/${id}`)).status).toBe(401);
       const bodies: string[] = [];

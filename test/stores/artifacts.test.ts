@@ -34,6 +34,11 @@ for (const [kind, make] of stores) {
       const r = await s.put({ data, mimeType: 'text/csv; charset=utf-8', name: 'fares.csv', sessionId: 'sess_1', tenantId: 'acme' });
       expect(r).toEqual({ artifactId: expect.stringMatching(/^art_[A-Za-z0-9_-]{22}$/), mimeType: 'text/csv; charset=utf-8', sizeBytes: data.byteLength, name: 'fares.csv', sessionId: 'sess_1', tenantId: 'acme', createdAt: expect.any(String) });
       data[0] = 0;
+      // A Buffer's slice() is a view: a caller that reuses its Buffer must not change what was stored.
+      const buf = Buffer.from('hello');
+      const rb = await s.put({ data: buf, mimeType: 'text/plain', sessionId: 'sess_1' });
+      buf.write('HACKD');
+      expect(Buffer.from((await s.read(rb.artifactId))!).toString()).toBe('hello');
       expect(s.head(r.artifactId)).toEqual(r);
       const read = (await s.read(r.artifactId))!;
       expect(new TextDecoder().decode(read)).toBe('id,price\nTS205,42\n');
@@ -62,10 +67,25 @@ for (const [kind, make] of stores) {
         [{ data: new Uint8Array(17) }, /^artifact data: 17 bytes is over this store's limit of 16 bytes/],
         [{ name: '' }, /^artifact name: must be a non-empty string/],
         [{ name: 'a\nb' }, /^artifact name: .*without control characters/],
+        // Header breakers inside parameters (CR, LF, Unicode line and no-break spaces): such a type could never be served.
+        [{ mimeType: 'text/plain\r\n;x=y' }, /^artifact mimeType: /],
+        [{ mimeType: 'text/plain\u2028;x=y' }, /^artifact mimeType: /],
+        [{ mimeType: 'text/plain\u00a0; charset=utf-8' }, /^artifact mimeType: /],
+        [{ name: 'fares\uD800.csv' }, /^artifact name: .*unpaired surrogates/],
+        [{ name: 'x'.repeat(256) }, /^artifact name: .*at most 255 characters/],
         [{ sessionId: '' }, /^artifact sessionId: must name the session/],
       ];
       for (const [patch, message] of cases) {
         await expect(s.put({ ...ok, ...patch } as never)).rejects.toMatchObject({ code: 'artifact.invalid', message: expect.stringMatching(message) });
+      }
+      // Characters, not UTF-16 units: 255 emoji are a good name; parameters with spaces and tabs are a good type.
+      await expect(s.put({ ...ok, data: bytes('y'), name: '😀'.repeat(255) })).resolves.toMatchObject({ name: '😀'.repeat(255) });
+      await expect(s.put({ ...ok, data: bytes('z'), mimeType: 'text/plain ;\tcharset=utf-8' })).resolves.toMatchObject({ mimeType: 'text/plain ;\tcharset=utf-8' });
+    });
+
+    it('artifacts:store:max-bytes — maxBytes must be a positive integer: NaN, a negative or a fraction is refused when the store is made (it would turn the limit off)', () => {
+      for (const bad of [Number.NaN, -1, 0, 1.5, Number.POSITIVE_INFINITY]) {
+        expect(() => make(bad)).toThrow(expect.objectContaining({ code: 'store.invalid_argument', message: expect.stringContaining('maxBytes must be a positive integer') }));
       }
     });
   });
