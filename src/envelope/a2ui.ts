@@ -84,6 +84,7 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
   }
   const listOk = A2uiMessageListSchema.safeParse(messages).success;
   const created = new Map<string, number>();
+  const deleted = new Map<string, number>();
   const roots = new Set<string>();
   const updated = new Map<string, number>();
   for (let i = 0; i < messages.length && out.length < MAX_PROBLEMS; i++) {
@@ -112,6 +113,19 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     }
     const body = m[key] as Obj;
     const surfaceId = String(body.surfaceId);
+    // Order within the list, as a MessageProcessor given this list alone applies it (the oracle
+    // test feeds each part to a fresh one): it refuses an update of a surface it has not created
+    // yet, and one deleted is gone. A deleteSurface with no createSurface before it is a no-op
+    // there (a part may remove a surface an earlier part showed), so it is not refused; a second
+    // createSurface is reported below as a duplicate.
+    if (key !== 'createSurface' && deleted.has(surfaceId)) {
+      out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is deleted by message ${deleted.get(surfaceId)}; no message for it may follow its deleteSurface in the list` });
+      continue;
+    }
+    if ((key === 'updateComponents' || key === 'updateDataModel') && !created.has(surfaceId)) {
+      out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is not created before this message: put its createSurface first in the same list (a MessageProcessor refuses updates of a surface it has not created)` });
+    }
+    if (key === 'deleteSurface') deleted.set(surfaceId, i);
     if (key === 'createSurface') {
       if (body.catalogId !== A2UI_BASIC_CATALOG_ID) {
         out.push({ path: `${at}/createSurface/catalogId`, message: `${JSON.stringify(body.catalogId)} is not a catalog this runtime renders; use the basic catalog "${A2UI_BASIC_CATALOG_ID}"` });

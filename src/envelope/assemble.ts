@@ -129,8 +129,9 @@ export interface DomainData {
  * 2. The actor's domain-data parts are then merged over that, in the order emitted: objects merge
  *    member by member, recursively; any other value (array, scalar) replaces what was there.
  * 3. Each replaced value is a conflict: the later source wins, and the conflict names the pointer,
- *    the source replaced and the source that replaced it. Equal values are no conflict. The
- *    replaced value stays in the mailbox record, so nothing accepted is lost.
+ *    the source replaced (the one that wrote the replaced value; for a value several sources
+ *    built, the latest of them, see ownerOf) and the source that replaced it. Equal values are no
+ *    conflict. The replaced value stays in the mailbox record, so nothing accepted is lost.
  * Inputs are never mutated: objects on a merge path are copied.
  */
 export function mergeDomainData(records: readonly DataRecord[], actorParts: readonly { part: Part; index: number }[]): DomainData {
@@ -154,22 +155,53 @@ export function mergeDomainData(records: readonly DataRecord[], actorParts: read
     }
   }
   let merged = data;
+  // The actor parts merged so far, latest last, with the data each wrote (for ownerOf).
+  const written: { source: DomainDataSource; data: unknown }[] = [];
   for (const { part, index } of actorParts) {
     const by: DomainDataSource = { from: 'actor', part: index, pointer: '' };
-    const ownerOf = (pointer: string): DomainDataSource => {
-      for (let i = sources.length - 1; i >= 0; i--) {
-        const s = sources[i]!;
-        if (s.pointer === '' || pointer === s.pointer || pointer.startsWith(`${s.pointer}/`)) return s;
-      }
-      return by;
-    };
     const onReplace = (pointer: string): void => {
-      conflicts.push({ pointer, replaced: ownerOf(pointer), by });
+      conflicts.push({ pointer, replaced: ownerOf(pointer, written, sources) ?? by, by });
     };
-    merged = mergeValue(merged, part.data ?? {}, '', onReplace) as Record<string, unknown>;
+    const d = part.data ?? {};
+    merged = mergeValue(merged, d, '', onReplace) as Record<string, unknown>;
+    written.push({ source: by, data: d });
     sources.push(by);
   }
   return { data: merged, sources, conflicts };
+}
+
+/**
+ * The source that wrote the value at `pointer` before it was replaced: the latest earlier actor
+ * part whose own data holds that pointer, else the tool source at, above or under it. An actor
+ * source's pointer is '' (it may write anywhere), so matching it by prefix would name a part that
+ * never touched the key. A value several sources built (an object merged from a tool's data and
+ * actor parts, or a repeated tool's array at `/<tool>`, whose sources are at `/<tool>/<i>`) is
+ * named by the latest of them. Called only on a conflict, so a merge without one pays nothing.
+ */
+function ownerOf(pointer: string, written: readonly { source: DomainDataSource; data: unknown }[], sources: readonly DomainDataSource[]): DomainDataSource | undefined {
+  const path = pointer === '' ? [] : pointer.slice(1).split('/').map(unescapeSegment);
+  for (let i = written.length - 1; i >= 0; i--) if (holds(written[i]!.data, path)) return written[i]!.source;
+  for (let i = sources.length - 1; i >= 0; i--) {
+    const s = sources[i]!;
+    if (s.from === 'tool' && (pointer === s.pointer || pointer.startsWith(`${s.pointer}/`) || s.pointer.startsWith(`${pointer}/`))) return s;
+  }
+  // Only the empty object the merge starts from has no source (replaced by a non-object actor
+  // data, which the part type does not allow): the caller names the replacing part.
+  return undefined;
+}
+
+/** Whether `data` has an own member at `path`, through plain objects only, as mergeValue walks. */
+function holds(data: unknown, path: readonly string[]): boolean {
+  let v = data;
+  for (const k of path) {
+    if (!isPlainObject(v) || !Object.prototype.hasOwnProperty.call(v, k)) return false;
+    v = v[k];
+  }
+  return true;
+}
+
+function unescapeSegment(s: string): string {
+  return s.replace(/~1/g, '/').replace(/~0/g, '~');
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {

@@ -73,6 +73,55 @@ describe('envelope: one domain-data object (spec 001 step 6)', () => {
     expect(JSON.stringify(tool)).toBe(frozen);
   });
 
+  it('envelope:domain-data:conflicts-replaced-source — "a replaced value is a conflict naming the pointer and both sources": `replaced` is the source that wrote the value, not an earlier actor part that never touched that key', () => {
+    const m = mergeDomainData(
+      [{ tool: 'search_flights', callId: 'toolu_1', data: { flights: ['TS205'] } }],
+      [
+        { part: data('domain-data', { route: { origin: 'LGW' } }), index: 1 },
+        { part: data('domain-data', { search_flights: { flights: [] } }), index: 2 },
+      ],
+    );
+    expect(m.conflicts).toEqual([
+      {
+        pointer: '/search_flights/flights',
+        replaced: { from: 'tool', tool: 'search_flights', callId: 'toolu_1', pointer: '/search_flights' },
+        by: { from: 'actor', part: 2, pointer: '' },
+      },
+    ]);
+    // An earlier actor part that did write the key is the one named, over the tool under it;
+    // escaped keys are matched as the merge escapes them.
+    const again = mergeDomainData(
+      [{ tool: 'a/b', callId: 'c1', data: { 'x~y': 1 } }],
+      [
+        { part: data('domain-data', { other: 1 }), index: 0 },
+        { part: data('domain-data', { 'a/b': { 'x~y': 2 } }), index: 1 },
+        { part: data('domain-data', { note: 'n' }), index: 2 },
+        { part: data('domain-data', { 'a/b': { 'x~y': 3 } }), index: 3 },
+      ],
+    );
+    expect(again.conflicts.map((c) => [c.pointer, c.replaced, c.by])).toEqual([
+      ['/a~1b/x~0y', { from: 'tool', tool: 'a/b', callId: 'c1', pointer: '/a~1b' }, { from: 'actor', part: 1, pointer: '' }],
+      ['/a~1b/x~0y', { from: 'actor', part: 1, pointer: '' }, { from: 'actor', part: 3, pointer: '' }],
+    ]);
+  });
+
+  it('envelope:domain-data:conflicts-repeated-tool — "a replaced value is a conflict naming the pointer and both sources": a repeated tool\'s array replaced by the actor names the tool\'s last call as replaced, never the actor twice', () => {
+    const m = mergeDomainData(
+      [
+        { tool: 'price', callId: 'c1', data: { p: 1 } },
+        { tool: 'price', callId: 'c2', data: { p: 2 } },
+      ],
+      [{ part: data('domain-data', { price: { cheapest: 1 } }), index: 0 }],
+    );
+    expect(m.conflicts).toEqual([
+      {
+        pointer: '/price',
+        replaced: { from: 'tool', tool: 'price', callId: 'c2', pointer: '/price/1' },
+        by: { from: 'actor', part: 0, pointer: '' },
+      },
+    ]);
+  });
+
   it('envelope:domain-data:actor-parts — two actor domain-data parts merge in order; the later one wins a conflict and it is recorded', () => {
     const env = assemble([data('domain-data', { a: 1, b: { c: 1 } }), text('response', 'ok'), data('domain-data', { a: 2, b: { d: 2 } })]);
     expect(env.parts.map((p) => p.metadata.partType)).toEqual(['domain-data', 'response']);

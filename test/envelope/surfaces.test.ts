@@ -76,6 +76,39 @@ describe('surfaces: A2UI v0.9 validation', () => {
   }
 });
 
+describe('surfaces: message order within a list', () => {
+  // The oracle test gives each part's list to a fresh MessageProcessor, so a list must stand on
+  // its own: each surface is created in it before it is updated, and nothing follows its delete.
+  const remove = (surfaceId = 's') => ({ version: V, deleteSurface: { surfaceId } });
+  const refused: [string, unknown[], string, RegExp][] = [
+    ['an updateDataModel before the createSurface', [model({ title: 'x', id: 1 }), ...VALID.slice(0, 2)], '/messages/0/updateDataModel/surfaceId', /surface "s" is not created before this message: put its createSurface first/],
+    ['an updateComponents before the createSurface', [VALID[1], VALID[0], VALID[2]], '/messages/0/updateComponents/surfaceId', /surface "s" is not created before this message/],
+    ['an update of a surface the list never creates', [...VALID, components([{ id: 'root', component: 'Text', text: 'x' }], 'other')], '/messages/3/updateComponents/surfaceId', /surface "other" is not created before this message/],
+    ['an update after the deleteSurface', [...VALID, remove(), model({ title: 'late' })], '/messages/4/updateDataModel/surfaceId', /surface "s" is deleted by message 3; no message for it may follow its deleteSurface/],
+  ];
+  it('surfaces:a2ui:order — "Nothing invalid is ever published": a message for a surface before its createSurface or after its deleteSurface in the same list is rejected at its path, as the MessageProcessor refuses it; a list in order passes and the processor accepts it', () => {
+    for (const [what, messages, path, message] of refused) {
+      const problems = checkSurfaceData({ messages });
+      expect(problems.map((p) => p.path), what).toContain(path);
+      expect(problems.find((p) => p.path === path)!.message, what).toMatch(message);
+      expect(() => new MessageProcessor([basicCatalog]).processMessages(structuredClone(messages) as any), what).toThrow(/Surface not found/);
+    }
+    // In order: two surfaces interleaved, one deleted last, and a delete of a surface an earlier
+    // part created (a no-op for the processor, so not refused).
+    const ok = [...VALID, create('t'), model({ n: 1 }, 't'), components([{ id: 'root', component: 'Text', text: { path: '/n' } }], 't'), remove('s'), remove('earlier')];
+    expect(checkA2uiMessages(ok)).toEqual([]);
+    officialVerdict(ok);
+  });
+
+  it('surfaces:build:invalid-order — "Nothing invalid is ever published": a template whose updateDataModel comes before its createSurface yields no part and an error naming the path', () => {
+    const r = new SurfaceTemplateRegistry();
+    r.register({ kind: 'flights', build: (data, ctx) => [model(data, ctx.surfaceId), create(ctx.surfaceId, ctx.catalogId), components([{ id: 'root', component: 'Text', text: 'hi' }], ctx.surfaceId)] });
+    const { parts, errors } = buildSurfaces(r, [{ kind: 'flights', data: { flights: [] }, sessionId: 'S', turnId: 'T', callId: 'toolu_1' }]);
+    expect(parts).toEqual([]);
+    expect(errors[0]!.message).toMatch(/^surface template 'flights' built an invalid A2UI surface: \/0\/updateDataModel\/surfaceId: surface "flights:toolu_1" is not created before this message/);
+  });
+});
+
 describe('surfaces: the template registry and buildSurfaces', () => {
   it('surfaces:registry:rules — a kind is validated, registered once, and needs a build function', () => {
     const r = new SurfaceTemplateRegistry();
