@@ -18,7 +18,7 @@ import { ModelError } from '../errors.js';
 import type { ResponseSummary } from '../machines/actor.machine.js';
 import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
 import type { ActorDefinition } from '../registries/types.js';
-import { RESPOND_TOOL_NAME, isCompatTool, type RespondResult } from '../respond/index.js';
+import { RESPOND_TOOL_NAME, RespondRule, isCompatTool, type RespondResult } from '../respond/index.js';
 import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
@@ -47,6 +47,18 @@ const UNDISPATCHED = new Set(['max_tokens', 'model_context_window_exceeded', 're
 
 /** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
 export function compatCall(t: ActiveTurn, b: ToolUseBlock, actor: ActorDefinition): { result: RespondResult; content: string } {
+  // Input the adapter could not read as one JSON object never reaches the tracker (it would see
+  // `{}`: a mark_work_complete summary silently lost), as for respond() and every other tool.
+  if (b.duplicateKey !== undefined || b.inputError) {
+    const message =
+      b.duplicateKey !== undefined
+        ? `the arguments of ${b.name} name the key at ${b.duplicateKey} twice; call it again naming each key once`
+        : `the arguments of ${b.name} were not valid JSON (${b.inputError}); call it again with a complete JSON object`;
+    const rule = b.duplicateKey !== undefined ? RespondRule.jsonDuplicateKey : RespondRule.jsonInvalid;
+    // In spec 003's result form, as the tracker's own refusals ({"success":false,"error":...}).
+    const content = JSON.stringify({ success: false, error: message });
+    return { result: { ok: false, violations: [{ rule, path: b.duplicateKey ?? '', message }], message: content }, content };
+  }
   const tracker = compatTrackerOf(t, actor);
   const r = tracker.onCall(b.name, b.input);
   if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
+import { createAnthropicModel } from '../../src/models/anthropic.js';
+import { startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import type { ModelScript } from '../../src/models/script.js';
@@ -158,6 +160,32 @@ describe('spec 003 compatibility (respond_to_user / mark_work_complete) on the r
     expect(rejected.content).toBe('{"success":false,"error":"text is required"}');
     expect(out.userResponse).toBe('Here it is.');
     expect(partsOf(events).map((p) => p.part.text)).toEqual(['Here it is.']);
+  });
+
+  it('compat:json:unreadable-input — "The Anthropic adapter checks every tool input": a repeated key or cut JSON in respond_to_user / mark_work_complete is an is_error result naming it, never a call with {} (a summary silently lost)', async () => {
+    const server = await startLoopbackMessagesServer({
+      script: [
+        { content: [{ type: 'tool_use', name: 'respond_to_user', rawInput: '{"text":"Your flight is at 9.","text":"Your flight is at 7."}' }] },
+        // Two refusals: within the respond() retry budget (maxRespondRetries 2).
+        { content: [{ type: 'tool_use', name: 'respond_to_user', input: { text: 'Booked.' } }, { type: 'tool_use', name: 'mark_work_complete', rawInput: '{"summary":"boo' }] },
+        { content: [{ type: 'tool_use', name: 'mark_work_complete', input: { summary: 'booked' } }] },
+      ],
+    });
+    try {
+      const rt = createRuntime({ model: createAnthropicModel({ apiKey: 'sk-test-abcdef', baseURL: server.url }) });
+      rt.registries.actors.register({ name: 'voice', system: 'sys', compat: 'respond_to_user' });
+      const s = await rt.createSession({ actor: 'voice' });
+      const out = await (await s.send('book it')).settled;
+      const results = server.requests.slice(1).map((r: any) => r.body.messages.at(-1).content.filter((b: any) => b.type === 'tool_result'));
+      expect(results[0]).toMatchObject([{ is_error: true, content: expect.stringContaining('/text twice') }]);
+      expect(JSON.parse(results[0]![0].content)).toMatchObject({ success: false });
+      expect(results[1]![1]).toMatchObject({ is_error: true, content: expect.stringContaining('mark_work_complete were not valid JSON') });
+      expect(out).toMatchObject({ finalizedBy: 'complete', userResponse: 'Booked.', finalContent: 'booked' });
+      expect(server.requests).toHaveLength(3);
+      await rt.close();
+    } finally {
+      await server.close();
+    }
   });
 
   it('compat:error:no-userResponse — a turn that fails delivers its error part, not a draft', async () => {
