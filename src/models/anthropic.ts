@@ -139,15 +139,15 @@ function idleError(ms: number): ModelError {
   return new ModelError('model.timeout', `model stream delivered no event for ${ms} ms`, { retryable: true });
 }
 
-/** Per-attempt signal: the caller's, plus an idle watchdog when configured. */
-class Attempt {
+/** Per-attempt signal: the caller's, plus an idle watchdog when configured. Exported for its test only. */
+export class Attempt {
   yielded = false;
   idleFired = false;
   readonly signal: AbortSignal;
   private controller: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private ticks = 0;
-  private seen = 0;
+  /** When the stream last delivered an event (Date.now()): one clock read per event, no timer reset. */
+  private last = 0;
   private readonly onAbort: (() => void) | undefined;
 
   constructor(
@@ -163,23 +163,28 @@ class Attempt {
     this.signal = c.signal;
     this.onAbort = () => c.abort(outer.reason);
     outer.addEventListener('abort', this.onAbort, { once: true });
-    this.arm();
+    this.last = Date.now();
+    this.arm(idleMs);
   }
 
   touch(): void {
-    this.ticks++;
+    if (this.controller !== undefined) this.last = Date.now();
   }
 
-  private arm(): void {
+  /**
+   * Fires `idleMs` after the last event, not after the last check: the timer wakes when the
+   * silence would reach the limit and re-arms for what is left of it when an event came since.
+   */
+  private arm(ms: number): void {
     this.timer = setTimeout(() => {
-      if (this.ticks === this.seen) {
+      const left = this.last + this.idleMs - Date.now();
+      if (left <= 0) {
         this.idleFired = true;
         this.controller?.abort(new Error('idle timeout'));
         return;
       }
-      this.seen = this.ticks;
-      this.arm();
-    }, this.idleMs);
+      this.arm(left);
+    }, ms);
     this.timer.unref?.();
   }
 

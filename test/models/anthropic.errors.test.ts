@@ -1,8 +1,8 @@
 import { inspect } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModelError } from '../../src/errors.js';
 import type { ModelErrorCode } from '../../src/errors.js';
-import { createAnthropicModel } from '../../src/models/anthropic.js';
+import { Attempt, createAnthropicModel } from '../../src/models/anthropic.js';
 import type { LoopbackTurn } from '../../src/models/loopback-server.js';
 import { startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
 import { asModelError, collect, request, respondInput, rig, TEST_KEY } from './helpers.js';
@@ -183,6 +183,23 @@ describe('anthropic adapter: error mapping', () => {
     const e = asModelError(error);
     expect(e.code).toBe('model.timeout');
     expect(events.length).toBeGreaterThan(0);
+  });
+
+  it('models:error:idle-from-last-event — "abort when the stream delivers no event for this many ms": counted from the last event, not from the watchdog\'s last check', () => {
+    vi.useFakeTimers();
+    try {
+      const a = new Attempt(new AbortController().signal, 500);
+      vi.advanceTimersByTime(400);
+      a.touch(); // an event at 400 ms
+      vi.advanceTimersByTime(499);
+      expect(a.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(1); // 500 ms of silence since the event
+      expect(a.idleFired).toBe(true);
+      expect(a.signal.aborted).toBe(true);
+      a.dispose();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('models:error:idle-before-headers — the idle limit also covers the wait for the response, and retries', async () => {
