@@ -113,6 +113,20 @@ describe('bounds of the turn loop', () => {
     expect(model.requests).toHaveLength(2);
   });
 
+  it('respond:state-change:last-call — a progress respond() after a state change in the same response is the call rejected: the turn ends with the change, the later call\'s parts are never delivered', async () => {
+    const { rt, model } = harness(sequence([answer(respond([part('response', 'done answer')], 'complete'), respond([part('ack', 'also ack')], 'awaiting'))]));
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a' });
+    const rec = new Recorder(s);
+    const out = await (await s.send('hi')).settled;
+    expect(out.finalizedBy).toBe('complete');
+    expect(model.requests).toHaveLength(1);
+    expect(out.parts.map((p) => p.text)).toEqual(['done answer']);
+    expect(rec.of('part.received').map((e) => e.part.text)).toEqual(['done answer']);
+    expect(rec.of('envelope.settled')[0]!.envelope.parts.map((p) => p.text)).toEqual(['done answer']);
+    checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
+  });
+
   it('respond:state-change:last-call — a passed respond() with other tool calls in the same response is rejected', async () => {
     const { rt, model } = harness(
       sequence([
