@@ -135,6 +135,20 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     }
     return out;
   };
+  /**
+   * A response cut short (interrupted, or failed mid-stream): what it had already applied (its
+   * ack reached the user) is recorded, so the model later sees what the user saw; the rest of the
+   * response never happened, and its streamed calls are taken back.
+   */
+  const keepApplied = (reason: 'interrupted' | 'failed'): void | Promise<void> => {
+    const kept = order.applied();
+    const retracted = retractions(kept, reason);
+    if (kept.length === 0) return retracted.length ? journal.commit({ events: retracted }) : undefined;
+    const at = deps.clock.iso();
+    const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
+    for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
+    return journal.commit({ mailbox: entries, ...(retracted.length ? { events: retracted } : {}) });
+  };
   // Parts earlier calls published (ack, thinking) reach subscribers before the next call starts.
   // Other buffered records (a tool's result) ride the next write.
   journal.flushParts();
@@ -202,30 +216,13 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     t.abort = null;
     // Stopped mid-call (shutdown, deletion): record nothing more; recover() resumes the turn.
     if (core.closed) return { kind: 'stopped' };
-    if (err instanceof ModelError && err.code === 'model.aborted' && t.interrupted) {
-      // What the cut response already applied (its ack reached the user) is recorded, so the
-      // model sees what the user saw; the rest of the response never happened.
-      const kept = order.applied();
-      const retracted = retractions(kept, 'interrupted');
-      let written: void | Promise<void> = undefined;
-      if (kept.length) {
-        const at = deps.clock.iso();
-        const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
-        for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
-        written = journal.commit({ mailbox: entries, ...(retracted.length ? { events: retracted } : {}) });
-      } else if (retracted.length) written = journal.commit({ events: retracted });
-      return { kind: 'interrupted', written };
-    }
+    if (err instanceof ModelError && err.code === 'model.aborted' && t.interrupted) return { kind: 'interrupted', written: keepApplied('interrupted') };
     const error = err instanceof ModelError ? err : new ModelError('model.unknown', err instanceof Error ? err.message : String(err), { cause: err });
-    const retracted = retractions(order.applied(), 'failed');
-    return { kind: 'failed', error, written: retracted.length ? journal.commit({ events: retracted }) : undefined };
+    return { kind: 'failed', error, written: keepApplied('failed') };
   }
   t.abort = null;
-  if (t.interrupted) {
-    // A message joined after the call's last abort check: this response never saw it.
-    const retracted = retractions(order.applied(), 'interrupted');
-    return { kind: 'interrupted', written: retracted.length ? journal.commit({ events: retracted }) : undefined };
-  }
+  // A message joined after the call's last abort check: this response never saw it.
+  if (t.interrupted) return { kind: 'interrupted', written: keepApplied('interrupted') };
   t.usage = addUsage(t.usage, usage);
 
   const { change: deferred, rejected } = order.finish(toolUses);

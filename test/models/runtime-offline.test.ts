@@ -74,4 +74,29 @@ describe('turnstate offline: the runtime, the Anthropic adapter and the loopback
     const next = msgs[asst + 1]!.content;
     expect(next.slice(0, uses.length).map((b) => [b.type, b.tool_use_id])).toEqual(uses.map((u) => ['tool_result', u.id]));
   });
+
+  it('models:e2e:cut-keeps-applied — a response that fails mid-stream after its ack reached the user leaves that ack in the history, so the next call sees what the user saw (model:history:well-formed)', async () => {
+    const R = (text: string, partType: string, turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts: [{ metadata: { partType }, text }], turnState } });
+    server = await startLoopbackMessagesServer({
+      script: [
+        { content: [R('Looking into it', 'ack', 'awaiting'), R('the final answer which is long enough', 'response', 'complete')], dropAfterEvents: 30, split: 4 },
+        { content: [R('second turn answer', 'response', 'complete')] },
+      ],
+    });
+    const rt = createRuntime({ model: createAnthropicModel({ apiKey: TEST_KEY, baseURL: server.url, retry: { retries: 0 } }) });
+    rt.registries.actors.register({ name: 'a', system: 'sys' });
+    const s = await rt.createSession({ actor: 'a' });
+    const events: SessionEvent[] = [];
+    s.events().subscribe((e) => events.push(e));
+    const first = await (await s.send('first question')).settled;
+    expect(first.finalizedBy).toBe('error');
+    // The ack was delivered before the stream broke.
+    expect(events.some((e) => e.type === 'part.received' && e.part.text === 'Looking into it')).toBe(true);
+    expect((await (await s.send('second question')).settled).finalizedBy).toBe('complete');
+    const messages = (server.requests[1]!.body as { messages: { role: string; content: { type: string; text?: string; input?: unknown }[] }[] }).messages;
+    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+    expect(JSON.stringify(messages[1]!.content)).toContain('Looking into it');
+    expect(messages[2]!.content.map((b) => b.type)).toEqual(['tool_result', 'text']);
+    await rt.close();
+  });
 });
