@@ -20,6 +20,20 @@ export function authFromEnv(value: string | undefined): Authenticate {
   if (keys === null || typeof keys !== 'object' || Array.isArray(keys)) {
     throw new Error('TURNSTATE_API_KEYS must be a JSON object mapping tokens to principals');
   }
+  // Each entry is checked now: a principal without a userId (null, a string, {}) would otherwise
+  // fail or run turns for nobody on every request that uses its key.
+  for (const [token, p] of Object.entries(keys)) {
+    const principal = p as unknown as Record<string, unknown> | null;
+    const why =
+      principal === null || typeof principal !== 'object' || Array.isArray(principal)
+        ? 'is not an object'
+        : typeof principal.userId !== 'string' || principal.userId === ''
+          ? 'has no userId string'
+          : principal.tenantId !== undefined && typeof principal.tenantId !== 'string'
+            ? 'has a tenantId that is not a string'
+            : undefined;
+    if (why !== undefined) throw new Error(`TURNSTATE_API_KEYS: the principal of key ${JSON.stringify(token.slice(0, 4) + '…')} ${why}; use {"userId": "ana", "tenantId": "acme"}`);
+  }
   const table = new Map(Object.entries(keys));
   return (req) => {
     const header = req.headers.authorization;

@@ -193,8 +193,9 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
         for (let i = 0; i < json.length; i += chosen.chunkSize) {
           if (signal.aborted) throw new ModelError('model.aborted', 'model call aborted');
           yield { type: 'input.delta', index, partialJson: json.slice(i, i + chosen.chunkSize) };
-          // Yield to the event loop so consumers observe streaming (and aborts land mid-call).
-          await Promise.resolve();
+          // Yield to the event loop (a macrotask: a resolved promise is a microtask, which runs
+          // before any timer or I/O), so consumers observe streaming and aborts land mid-call.
+          await new Promise<void>((resolve) => setImmediate(resolve));
         }
       }
     } else if (block.type === 'text') {

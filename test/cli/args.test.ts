@@ -40,4 +40,12 @@ describe('turnstate arguments', () => {
     expect(await auth(req({}, '/sessions/x/events?token=k1'))).toMatchObject({ ok: true });
     expect(() => authFromEnv('{not json')).toThrow(/TURNSTATE_API_KEYS must be JSON/);
   });
+
+  it('cli:auth:principals-checked — a key whose principal is not an object with a userId string is refused at startup, naming the problem (it answered 500, or ran turns for nobody, on every request)', () => {
+    for (const [bad, why] of [[null, 'is not an object'], ['ana', 'is not an object'], [{}, 'has no userId'], [{ userId: 'ana', tenantId: 7 }, 'tenantId that is not a string']] as const) {
+      expect(() => authFromEnv(JSON.stringify({ 'k-good': { userId: 'bo' }, 'k-bad1': bad }))).toThrow(why);
+    }
+    // The token itself is not printed whole.
+    expect(() => authFromEnv(JSON.stringify({ 'secret-token-123': null }))).toThrow(/"secr…"/);
+  });
 });
