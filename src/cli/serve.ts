@@ -23,6 +23,7 @@ import { createStreamsTransport } from '../transports/streams/index.js';
 import type { Authenticate, HttpTransport } from '../transports/types.js';
 import type { ServeArgs } from './args.js';
 import { authFromEnv } from './auth.js';
+import { lockDataDir } from './data-lock.js';
 
 export interface ServeOptions extends ServeArgs {
   env?: NodeJS.ProcessEnv;
@@ -108,37 +109,44 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     modelName = 'scripted (travel desk demo script; set ANTHROPIC_API_KEY to use Claude)';
   }
 
-  const dbPath = join(dataDir, 'turnstate.db');
-  const store = createSqliteStore({ path: dbPath });
-  const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
-  const runtime = createRuntime({ model, store, artifacts });
-  const app = desk.createTravelDesk(runtime);
   const authenticate = opts.authenticate ?? authFromEnv(env['TURNSTATE_API_KEYS']);
-
-  const { resumed, failed } = await runtime.recover();
-  const webRoot = join(PACKAGE_ROOT, 'web');
-  const transports: HttpTransport[] = [
-    healthTransport(),
-    createAapTransport({ runtime, authenticate, agents: app.agents }),
-    createArtifactsTransport({ artifacts, authenticate }),
-    createStreamsTransport({
-      runtime,
-      authenticate,
-      ...(existsSync(webRoot) ? { webRoot } : {}),
-      ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
-    }),
-  ];
+  const dbPath = join(dataDir, 'turnstate.db');
+  // One server per data directory (data-lock.ts); released when it closes or fails to start.
+  const unlock = lockDataDir(dataDir);
+  let runtime: Runtime | undefined;
   let server: RunningServer;
+  let agentNames: string[];
+  let recovered: Awaited<ReturnType<Runtime['recover']>>;
+  const webRoot = join(PACKAGE_ROOT, 'web');
   try {
+    const store = createSqliteStore({ path: dbPath });
+    const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
+    runtime = createRuntime({ model, store, artifacts });
+    const app = desk.createTravelDesk(runtime);
+    agentNames = app.agents.map((a) => a.name);
+    recovered = await runtime.recover();
+    const transports: HttpTransport[] = [
+      healthTransport(),
+      createAapTransport({ runtime, authenticate, agents: app.agents }),
+      createArtifactsTransport({ artifacts, authenticate }),
+      createStreamsTransport({
+        runtime,
+        authenticate,
+        ...(existsSync(webRoot) ? { webRoot } : {}),
+        ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
+      }),
+    ];
     server = await startServer({ runtime, transports, port: opts.port, host: opts.host });
   } catch (err) {
-    await runtime.close();
+    await runtime?.close();
+    unlock();
     throw err;
   }
+  const { resumed, failed } = recovered;
   log(`turnstate serve`);
   log(`  model:          ${modelName}`);
   log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
-  log(`  agents:         ${app.agents.map((a) => a.name).join(', ')}`);
+  log(`  agents:         ${agentNames.join(', ')}`);
   if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
   // Loud, but not fatal: one damaged session must not keep the others (and the server) down.
   for (const f of failed) log(`  NOT RESUMED:    ${f.message} (${f.code})`);
@@ -155,7 +163,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     dataDir,
     modelName,
     close() {
-      closing ??= server.close();
+      closing ??= server.close().finally(unlock);
       return closing;
     },
   };

@@ -2,7 +2,7 @@
  * `npm start` runs `turnstate serve`: spawned as a child process on a free port, driven with
  * plain fetch, stopped with SIGTERM, restarted on the same data directory.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -174,5 +174,24 @@ describe('serve()', () => {
     writeFileSync(script, '{ nope');
     await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data2'), script, env: {}, log: () => {} })).rejects.toThrow(/--script .*not valid JSON/);
     await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data3'), script: join(dir, 'missing.json'), env: {}, log: () => {} })).rejects.toThrow(/cannot read it \(ENOENT\)/);
+  });
+
+  it('cli:serve:one-per-data-dir — "One process owns a file for writing at a time": a second serve on the same data directory is refused naming the owner; after the first closes, or when the lock\'s process is gone, it starts', async () => {
+    const dir = tempDir();
+    const dataDir = join(dir, 'data');
+    const first = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    try {
+      await expect(serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} })).rejects.toThrow(new RegExp(`data directory .* is in use by another turnstate serve \\(pid ${process.pid}`));
+    } finally {
+      await first.close();
+    }
+    const second = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    await second.close();
+    // A lock left by a process that is gone (a crash) is taken over.
+    const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout;
+    writeFileSync(join(dataDir, 'turnstate.lock'), `${gone}\n`);
+    const third = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    await third.close();
+    expect(existsSync(join(dataDir, 'turnstate.lock'))).toBe(false);
   });
 });
