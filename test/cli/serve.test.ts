@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serve } from '../../src/cli/serve.js';
+import { runReplayCommand } from '../../src/cli/replay.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
@@ -193,5 +194,24 @@ describe('serve()', () => {
     const third = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
     await third.close();
     expect(existsSync(join(dataDir, 'turnstate.lock'))).toBe(false);
+  });
+
+  it('replay:script:surfaces — "tool results and approval decisions are matched to the new calls by tool and arguments within the turn": replaying the travel desk with the script that produced it reproduces its template surfaces too (new call ids)', async () => {
+    const dir = tempDir();
+    const dataDir = join(dir, 'data');
+    const h = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    let sid: string;
+    try {
+      sid = (await post(h.url, '/sessions', { agent: { name: 'triage' } })).json.sessionId;
+      await post(h.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'flights to Corfu' }] });
+      const events = await h.runtime.history(sid);
+      expect(events.some((e) => e.type === 'part.received' && e.part.metadata.partType === 'a2ui-surface')).toBe(true);
+    } finally {
+      await h.close();
+    }
+    let out = '';
+    const code = await runReplayCommand([join(dataDir, 'turnstate.db'), sid, '--script', join(ROOT, 'examples', 'travel-desk', 'script.json')], (t) => (out += t), (t) => (out += t));
+    expect(out).toContain('identical');
+    expect(code).toBe(0);
   });
 });
