@@ -29,6 +29,10 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
   const enveloped = new Set<string>();
   /** States the log left again, with a turn where that happened. */
   const left = new Map<string, string>();
+  /** Each unsettled turn's state as the log goes (what is left at the end: held when it ended). */
+  const current = new Map<string, string>();
+  /** States in which the actor was passed on: hand-off states. */
+  const handsOff = new Set<string>();
   const called = new Map<string, { turnId: string; tool: string; args: unknown }>();
   const resulted = new Map<string, { isError: boolean; view: unknown; denial?: { reason?: string } }>();
   for (const e of rec.events) {
@@ -39,10 +43,13 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       case 'model.usage':
         actor(e.actor);
         break;
-      case 'actor.passed':
+      case 'actor.passed': {
         actor(e.from).handoffs.add(e.to);
         actor(e.to);
+        const st = current.get(e.turnId);
+        if (st !== undefined) handsOff.add(st);
         break;
+      }
       case 'tool.called':
         if (e.side === 'server') {
           actor(e.actor).tools.add(e.tool);
@@ -61,9 +68,11 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
         break;
       case 'turn.settled':
         terminal.set(e.finalizedBy, enveloped.has(e.turnId));
+        current.delete(e.turnId);
         break;
       case 'turnState.changed':
         if (e.from !== e.to) left.set(e.from, e.turnId);
+        current.set(e.turnId, e.to);
         break;
       default:
         break;
@@ -119,6 +128,11 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       if (registries.turnStates.has(id)) continue;
       registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: true, emitsEnvelope, holdsActor: false } });
     }
+    // A state in which the actor was passed on: it hands the turn off (to passTo).
+    for (const id of handsOff) {
+      if (registries.turnStates.has(id) || terminal.has(id)) continue;
+      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } } });
+    }
     // A state the turn left after an injection `[<resumeOn>] ...` arrived: it held the actor.
     for (const [id, turnId] of left) {
       if (registries.turnStates.has(id) || terminal.has(id)) continue;
@@ -126,6 +140,12 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       const resumeOn = injected?.kind === 'user' ? /^\[([\w-]+)\] /.exec(injected.text)?.[1] : undefined;
       if (!resumeOn) continue;
       registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn } });
+    }
+    // A state a turn still rested in when the recording ended held it (what resumes it the log
+    // cannot say: nothing did; the state's own name stands in).
+    for (const id of current.values()) {
+      if (registries.turnStates.has(id) || terminal.has(id)) continue;
+      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: id } });
     }
     for (const [name, t] of tools) {
       if (registries.tools.has(name)) continue;
