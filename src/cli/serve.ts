@@ -98,8 +98,15 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   let model: ModelPort;
   let modelName: string;
   if (opts.script !== undefined) {
-    model = createScriptedModel(readScript(resolve(opts.script)));
-    modelName = `scripted (${resolve(opts.script)})`;
+    const path = resolve(opts.script);
+    try {
+      model = createScriptedModel(readScript(path));
+    } catch (e) {
+      // The script's own faults (a rule without blocks, a bad regex) name the file too.
+      if ((e as Error).message.startsWith('--script ')) throw e;
+      throw new Error(`--script ${path}: ${(e as Error).message}`);
+    }
+    modelName = `scripted (${path})`;
   } else if (env['ANTHROPIC_API_KEY'] !== undefined && env['ANTHROPIC_API_KEY'] !== '') {
     const { createAnthropicModel } = await import('../models/anthropic.js');
     model = createAnthropicModel({ apiKey: env['ANTHROPIC_API_KEY'] });

@@ -65,18 +65,32 @@ interface CompiledScript {
   fallback: ScriptResponse | undefined;
 }
 
+const WHEN_ON: readonly string[] = ['user', 'tool_result', 'handoff', 'rejection', 'nudge', 'any'];
+
 function compile(script: ModelScript): CompiledScript {
   if (!script || !Array.isArray(script.rules)) {
     throw new TypeError('ModelScript: `rules` must be an array of { when?, respond }');
   }
   return {
     rules: script.rules.map((rule, i) => {
-      if (!rule.respond || !Array.isArray(rule.respond.blocks)) {
-        throw new TypeError(`ModelScript: rules[${i}]${rule.id ? ` (${rule.id})` : ''} needs respond.blocks (an array)`);
+      const name = `ModelScript: rules[${i}]${rule?.id ? ` (${rule.id})` : ''}`;
+      if (!rule?.respond || !Array.isArray(rule.respond.blocks)) {
+        throw new TypeError(`${name} needs respond.blocks (an array)`);
+      }
+      // A `when` that can never match is refused, not left to be silently skipped.
+      const on = rule.when?.on;
+      if (on !== undefined && !WHEN_ON.includes(on)) {
+        throw new TypeError(`${name}: when.on ${JSON.stringify(on)} is not one of ${WHEN_ON.map((k) => `"${k}"`).join(', ')}`);
+      }
+      let text: RegExp | undefined;
+      try {
+        text = rule.when?.text === undefined ? undefined : new RegExp(rule.when.text, 'i');
+      } catch (e) {
+        throw new TypeError(`${name}: when.text is not a regular expression (${(e as Error).message})`);
       }
       return {
         rule,
-        text: rule.when?.text === undefined ? undefined : new RegExp(rule.when.text, 'i'),
+        text,
         used: 0,
         templated: /\$(user|[1-9])/.test(JSON.stringify(rule.respond.blocks)),
       };

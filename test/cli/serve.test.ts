@@ -175,6 +175,16 @@ describe('serve()', () => {
     writeFileSync(script, '{ nope');
     await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data2'), script, env: {}, log: () => {} })).rejects.toThrow(/--script .*not valid JSON/);
     await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data3'), script: join(dir, 'missing.json'), env: {}, log: () => {} })).rejects.toThrow(/cannot read it \(ENOENT\)/);
+    // A script whose rules cannot work is refused naming the file and the rule (cli:serve:script-rules).
+    const rule = (when: unknown) => JSON.stringify({ rules: [{ when, respond: { blocks: [] } }] });
+    for (const [body, why] of [
+      [rule({ text: '(unclosed' }), /--script .*hello\.json: ModelScript: rules\[0\]: when\.text is not a regular expression/],
+      [rule({ on: 'usr' }), /--script .*hello\.json: ModelScript: rules\[0\]: when\.on "usr" is not one of "user"/],
+      [JSON.stringify({ rules: [{ when: { on: 'user' } }] }), /--script .*hello\.json: ModelScript: rules\[0\] needs respond\.blocks/],
+    ] as const) {
+      writeFileSync(script, body);
+      await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data4'), script, env: {}, log: () => {} })).rejects.toThrow(why);
+    }
   });
 
   it('cli:serve:one-per-data-dir — "One process owns a file for writing at a time": a second serve on the same data directory is refused naming the owner; after the first closes, or when the lock\'s process is gone, it starts', async () => {
