@@ -105,6 +105,14 @@ class SessionRef implements SessionHandle {
   }
 }
 
+/** A session whose stored state this runtime cannot restore, named, with the cause. */
+function unrestorable(id: string, err: unknown): TurnstateError {
+  return new TurnstateError('session.unrestorable', `session ${id} cannot be restored from the store: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+    details: { sessionId: id },
+  });
+}
+
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
   const reasoningTraces = options.reasoningTraces ?? 'keep';
@@ -231,10 +239,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
           hosts.delete(id);
         }
         if (err instanceof TurnstateError && err.code === 'store.closed') throw err;
-        throw new TurnstateError('session.unrestorable', `session ${id} cannot be restored from the store: ${err instanceof Error ? err.message : String(err)}`, {
-          cause: err,
-          details: { sessionId: id },
-        });
+        throw unrestorable(id, err);
       }
     })();
     loading.set(id, p);
@@ -390,12 +395,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
           if (host) resumed.push(rec.id);
         } catch (err) {
           if (closed || (err instanceof TurnstateError && err.code === 'store.closed')) throw err;
-          const e = err instanceof TurnstateError && err.code === 'session.unrestorable' ? err : undefined;
-          failed.push({
-            sessionId: rec.id,
-            code: e?.code ?? 'session.unrestorable',
-            message: e?.message ?? `session ${rec.id} cannot be restored from the store: ${err instanceof Error ? err.message : String(err)}`,
-          });
+          const e = err instanceof TurnstateError && err.code === 'session.unrestorable' ? err : unrestorable(rec.id, err);
+          failed.push({ sessionId: rec.id, code: e.code, message: e.message });
         }
       }
       return { resumed, failed };

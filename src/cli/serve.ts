@@ -99,11 +99,11 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   let modelName: string;
   if (opts.script !== undefined) {
     const path = resolve(opts.script);
+    const script = readScript(path);
     try {
-      model = createScriptedModel(readScript(path));
+      model = createScriptedModel(script);
     } catch (e) {
       // The script's own faults (a rule without blocks, a bad regex) name the file too.
-      if ((e as Error).message.startsWith('--script ')) throw e;
       throw new Error(`--script ${path}: ${(e as Error).message}`);
     }
     modelName = `scripted (${path})`;

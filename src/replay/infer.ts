@@ -10,7 +10,7 @@
  * Calls the recording rejected before dispatch (unknown tool, invalid arguments) replay
  * differently when the open schema accepts them; replaying with the real setup avoids that.
  */
-import type { ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition } from '../registries/types.js';
+import type { ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition, TurnStateMeta } from '../registries/types.js';
 import type { Recording } from './recording.js';
 
 const argsKey = (turnId: string, tool: string, args: unknown) => `${turnId}\u0000${tool}\u0000${JSON.stringify(args ?? null)}`;
@@ -124,29 +124,23 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       };
       registries.partTypes.register({ id, meta });
     }
-    for (const [id, emitsEnvelope] of terminal) {
-      if (registries.turnStates.has(id)) continue;
-      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: true, emitsEnvelope, holdsActor: false } });
-    }
+    // Each inferred state once, unless the setup registered it (terminal ones come first, so a
+    // terminal state is never registered again as another kind).
+    const inferred = (id: string, meta: Omit<TurnStateMeta, 'description'>): void => {
+      if (!registries.turnStates.has(id)) registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, ...meta } });
+    };
+    for (const [id, emitsEnvelope] of terminal) inferred(id, { isTerminal: true, emitsEnvelope, holdsActor: false });
     // A state in which the actor was passed on: it hands the turn off (to passTo).
-    for (const id of handsOff) {
-      if (registries.turnStates.has(id) || terminal.has(id)) continue;
-      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } } });
-    }
+    for (const id of handsOff) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } });
     // A state the turn left after an injection `[<resumeOn>] ...` arrived: it held the actor.
     for (const [id, turnId] of left) {
-      if (registries.turnStates.has(id) || terminal.has(id)) continue;
       const injected = rec.mailbox.find((m) => m.kind === 'user' && m.turnId === turnId && /^\[[\w-]+\] /.test(m.text));
       const resumeOn = injected?.kind === 'user' ? /^\[([\w-]+)\] /.exec(injected.text)?.[1] : undefined;
-      if (!resumeOn) continue;
-      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn } });
+      if (resumeOn) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn });
     }
     // A state a turn still rested in when the recording ended held it (what resumes it the log
     // cannot say: nothing did; the state's own name stands in).
-    for (const id of current.values()) {
-      if (registries.turnStates.has(id) || terminal.has(id)) continue;
-      registries.turnStates.register({ id, meta: { description: `${id} (inferred from a recording)`, isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: id } });
-    }
+    for (const id of current.values()) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: id });
     for (const [name, t] of tools) {
       if (registries.tools.has(name)) continue;
       const common = {

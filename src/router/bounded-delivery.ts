@@ -135,20 +135,17 @@ export class BoundedDelivery<T> {
     // One outcome per value whatever the thenable does, as a promise would resolve it: the first
     // callback wins, and a then() that throws before calling one is a failed delivery.
     let done = false;
+    const once = (kind: 'delivered' | 'failed', error: unknown): void => {
+      if (done) return;
+      done = true;
+      this.settled(kind, value, error);
+    };
     this.inFlight++;
     try {
       (then as PromiseLike<void>['then']).call(
         r,
-        () => {
-          if (done) return;
-          done = true;
-          this.settled('delivered', value, undefined);
-        },
-        (error: unknown) => {
-          if (done) return;
-          done = true;
-          this.settled('failed', value, error);
-        },
+        () => once('delivered', undefined),
+        (error: unknown) => once('failed', error),
       );
     } catch (error) {
       // Not settled(): run() is called from its drain loop, which goes on to the next value.
