@@ -19,6 +19,7 @@ import { SessionHost, type HostDeps, type HostState } from './host/session-host.
 import { createToolCatalog } from './host/tool-catalog.js';
 import type { ArtifactStore } from './api.js';
 import { HistoryCache } from './host/history-cache.js';
+import { containInspector } from './host/inspector.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -193,7 +194,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       putDormant(h.id);
     },
     historyCache: new HistoryCache(limits.historyCacheEntries),
-    ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(options.inspect ? { inspect: containInspector(options.inspect) } : {}),
   };
 
   const passivateIdle = (olderThanMs = 0): number => {
@@ -326,8 +327,9 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
         host = new SessionHost(deps, record, 0);
         host.writeWithFirstCommit();
       } else {
-        await store.createSession(record);
+        // The host first: a session whose host could not be made is not written.
         host = new SessionHost(deps, record, 0);
+        await store.createSession(record);
       }
       hosts.set(record.id, host);
       return handleFor(host);

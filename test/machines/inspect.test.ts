@@ -174,6 +174,34 @@ describe('runtime: inspect', () => {
     expect(JSON.stringify(definition.states.turn.states.awaiting.states)).toContain('[Object]');
     await rt.close();
   });
+  it('runtime:inspect:contained — a debugging hook changes no turn: an inspector that throws (on every event, or on one kind) neither fails createSession nor the turn, and is reported once as a warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => { if (w.code === 'TURNSTATE_INSPECTOR_ERROR') warnings.push(w.message); };
+    process.on('warning', onWarning);
+    try {
+      for (const throwsOn of ['every', 'MODEL_DONE'] as const) {
+        warnings.length = 0;
+        let calls = 0;
+        const rt = setupRuntime((e) => {
+          calls++;
+          const ev = e as { type: string; event?: { type: string } };
+          if (throwsOn === 'every' || (ev.type === '@xstate.event' && ev.event?.type === 'MODEL_DONE')) throw new Error('inspector bug');
+        });
+        const s = await rt.createSession({ id: `contained-${throwsOn}`, actor: 'alpha' });
+        const out = await (await s.send('find corfu')).settled;
+        expect(out.finalizedBy).toBe('complete');
+        expect(out.envelope?.parts.map((p) => p.text ?? p.metadata.partType)).toContain('Found it.');
+        expect((await rt.session(`contained-${throwsOn}`))?.id).toBe(`contained-${throwsOn}`);
+        await new Promise((r) => setImmediate(r));
+        expect(calls).toBeGreaterThan(5);
+        expect(warnings).toHaveLength(1);
+        expect(warnings[0]).toMatch(/inspector threw .*inspector bug/);
+        await rt.close();
+      }
+    } finally {
+      process.off('warning', onWarning);
+    }
+});
 });
 
 async function freePort(): Promise<number> {
