@@ -252,7 +252,8 @@ export type SessionEventBody =
    * interrupt, or its response failed, and no part.received follows for it.
    */
   | { type: 'part.retracted'; callId: string; reason: 'rejected' | 'interrupted' | 'failed' }
-  | { type: 'turnState.changed'; from: string; to: string; actor: string }
+  /** `resumedBy`: the injection kind (the held state's `resumeOn`) that resumed a held turn. */
+  | { type: 'turnState.changed'; from: string; to: string; actor: string; resumedBy?: string }
   | {
       type: 'tool.called';
       callId: string;

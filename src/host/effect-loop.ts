@@ -96,7 +96,7 @@ export class EffectLoop {
   private execute(t: ActiveTurn, fx: SessionEffect): number | Promise<number> {
     switch (fx.type) {
       case 'state.changed':
-        this.out.push(this.host.journal.stateChanged(t.turnId, fx.from, fx.to, fx.actor));
+        this.out.push(this.host.journal.stateChanged(t.turnId, fx.from, fx.to, fx.actor, fx.resumedBy));
         this.changed = true;
         return GO_ON;
       case 'actor.passed': {

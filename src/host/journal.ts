@@ -116,8 +116,10 @@ export class Journal {
     return { seq: 0, sessionId: this.sessionId, turnId, at: this.clock.iso(), type: 'turn.settled', finalizedBy, usage };
   }
 
-  stateChanged(turnId: string, from: string, to: string, actor: string): SessionEvent {
-    return { seq: 0, sessionId: this.sessionId, turnId, at: this.clock.iso(), type: 'turnState.changed', from, to, actor };
+  stateChanged(turnId: string, from: string, to: string, actor: string, resumedBy?: string): SessionEvent {
+    return resumedBy === undefined
+      ? { seq: 0, sessionId: this.sessionId, turnId, at: this.clock.iso(), type: 'turnState.changed', from, to, actor }
+      : { seq: 0, sessionId: this.sessionId, turnId, at: this.clock.iso(), type: 'turnState.changed', from, to, actor, resumedBy };
   }
 
   modelUsage(turnId: string, actor: string, usage: Usage, stopReason?: ModelStopReason): SessionEvent {

@@ -33,8 +33,11 @@ import {
 /** What the session machine asks the host to do, in the order it must happen. */
 export type SessionEffect =
   | LoopEffect
-  /** Publish `turnState.changed` (the acting actor at the moment of the change). */
-  | { type: 'state.changed'; from: string; to: string; actor: string }
+  /**
+   * Publish `turnState.changed` (the acting actor at the moment of the change; `resumedBy`: the
+   * injection kind that resumed a held turn).
+   */
+  | { type: 'state.changed'; from: string; to: string; actor: string; resumedBy?: string }
   /** Publish `actor.passed`: the turn goes on with `to`. */
   | { type: 'actor.passed'; from: string; to: string }
   /** The turn waits (`hold`) or ends (`settle`): HoldEffect and SettleEffect below. */
@@ -161,7 +164,10 @@ export const sessionActionSpecs = {
   },
   /** Publishes a change of turn state; `actor` is the acting actor at that moment. */
   announce: {
-    emit: ({ context }: Args, params: { from: string; to: string }) => ({ type: 'state.changed' as const, from: params.from, to: params.to, actor: context.actor ?? context.entryActor }),
+    emit: ({ context }: Args, params: { from: string; to: string; resumedBy?: string }) =>
+      params.resumedBy === undefined
+        ? { type: 'state.changed' as const, from: params.from, to: params.to, actor: context.actor ?? context.entryActor }
+        : { type: 'state.changed' as const, from: params.from, to: params.to, actor: context.actor ?? context.entryActor, resumedBy: params.resumedBy },
   },
   recordHalt: { assign: (_: Args, params: Halt) => ({ halt: params }) },
   emitHalt: { emit: (_: Args, params: Halt) => params },
@@ -184,7 +190,7 @@ export const RESERVED_NODE_NAMES = ['idle', 'turn'] as const;
 export function createSessionMachine(turnStates: TurnStateRegistryApi) {
   const defs = turnStates.list();
   const states: Record<string, any> = {};
-  const announce = (from: string, to: string) => ({ type: 'announce', params: { from, to } });
+  const announce = (from: string, to: string, resumedBy?: string) => ({ type: 'announce', params: resumedBy === undefined ? { from, to } : { from, to, resumedBy } });
   // The state a turn waits in while dispatched calls are pending (approval or client tool).
   const approvalHold = defs.find((d) => d.meta.holdsActor && d.meta.resumeOn === 'approval-response')?.id;
   // Transitions are sibling-relative: every turn-state node lives under `turn`. Responding with
@@ -238,7 +244,7 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         entry: halt({ type: 'hold', state: id }),
         exit: [{ type: 'clearHalt' }],
         on: {
-          RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting')] },
+          RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting', meta.resumeOn)] },
           FAIL: fail(id),
         },
       };

@@ -6,7 +6,9 @@
  *   input schema, and an approval policy that repeats each recorded call's policy verdict
  *   (ask, deny with its reason, or approve);
  * - part types the log used that are not canonical, and its consumer turn states: terminal
- *   (a turn settled in it) or holding (the turn left it after an `[<resumeOn>] ...` injection).
+ *   (a turn settled in it) or holding (an injection resumed the turn from it: the
+ *   `turnState.changed` says which; a recording from before that field pairs each state left
+ *   without a model call with the turn's next `[<resumeOn>] ...` injection).
  * Calls the recording rejected before dispatch (unknown tool, invalid arguments) replay
  * differently when the open schema accepts them; replaying with the real setup avoids that.
  */
@@ -27,8 +29,12 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
   const partTypes = new Map<string, boolean>();
   const terminal = new Map<string, boolean>();
   const enveloped = new Set<string>();
-  /** States the log left again, with a turn where that happened. */
-  const left = new Map<string, string>();
+  /** Holding states with the injection kind that resumed them. */
+  const resumed = new Map<string, string>();
+  /** Older recordings (no `resumedBy`): states left without a model call since they were entered, with their turn. */
+  const leftUnprompted: { state: string; turnId: string }[] = [];
+  /** Per unsettled turn: whether a model call ended since the turn entered its current state. */
+  const modelSince = new Map<string, boolean>();
   /** Each unsettled turn's state as the log goes (what is left at the end: held when it ended). */
   const current = new Map<string, string>();
   /** States in which the actor was passed on: hand-off states. */
@@ -42,6 +48,7 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
         break;
       case 'model.usage':
         actor(e.actor);
+        modelSince.set(e.turnId, true);
         break;
       case 'actor.passed': {
         actor(e.from).handoffs.add(e.to);
@@ -71,7 +78,9 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
         current.delete(e.turnId);
         break;
       case 'turnState.changed':
-        if (e.from !== e.to) left.set(e.from, e.turnId);
+        if (e.resumedBy !== undefined) resumed.set(e.from, e.resumedBy);
+        else if (e.from !== e.to && modelSince.get(e.turnId) === false) leftUnprompted.push({ state: e.from, turnId: e.turnId });
+        if (e.from !== e.to) modelSince.set(e.turnId, false);
         current.set(e.turnId, e.to);
         break;
       default:
@@ -132,11 +141,19 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
     for (const [id, emitsEnvelope] of terminal) inferred(id, { isTerminal: true, emitsEnvelope, holdsActor: false });
     // A state in which the actor was passed on: it hands the turn off (to passTo).
     for (const id of handsOff) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: false, handsOff: true, requires: { passTo: true } });
-    // A state the turn left after an injection `[<resumeOn>] ...` arrived: it held the actor.
-    for (const [id, turnId] of left) {
-      const injected = rec.mailbox.find((m) => m.kind === 'user' && m.turnId === turnId && /^\[[\w-]+\] /.test(m.text));
-      const resumeOn = injected?.kind === 'user' ? /^\[([\w-]+)\] /.exec(injected.text)?.[1] : undefined;
-      if (resumeOn) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn });
+    // A state an injection resumed the turn from: it held the actor.
+    for (const [id, resumeOn] of resumed) inferred(id, { isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn });
+    // Older recordings: a state left with no model call in between, paired in order with the
+    // turn's injections (registered holding states take theirs; approval answers write none).
+    const next = new Map<string, number>();
+    for (const l of leftUnprompted) {
+      if (resumed.has(l.state) || handsOff.has(l.state)) continue;
+      const known = registries.turnStates.get(l.state)?.meta;
+      if (known !== undefined && (!known.holdsActor || known.resumeOn === 'approval-response')) continue;
+      const i = next.get(l.turnId) ?? 0;
+      next.set(l.turnId, i + 1);
+      const resumeOn = injectionsOf(rec, l.turnId)[i];
+      if (resumeOn !== undefined) inferred(l.state, { isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn });
     }
     // A state a turn still rested in when the recording ended held it (what resumes it the log
     // cannot say: nothing did; the state's own name stands in).
@@ -166,4 +183,20 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       registries.actors.register({ name, tools: [...a.tools], handoffs: [...a.handoffs] });
     }
   };
+}
+
+/** The kinds of a turn's injections (`[<kind>] <json>` user entries after its input), in order. */
+function injectionsOf(rec: Recording, turnId: string): string[] {
+  const kinds: string[] = [];
+  let input = true;
+  for (const m of rec.mailbox) {
+    if (m.kind !== 'user' || m.turnId !== turnId) continue;
+    if (input) {
+      input = false;
+      continue;
+    }
+    const kind = /^\[([a-z][a-z0-9-]*)\] /.exec(m.text)?.[1];
+    if (kind !== undefined) kinds.push(kind);
+  }
+  return kinds;
 }

@@ -273,11 +273,13 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
         answers.push(() => s.inject({ kind: 'client-tool-result', callId: c.callId, content: recorded.content, isError: recorded.isError }));
       }
       let waiting = snap.pendingApprovals.length + snap.pendingClientCalls.length;
+      let injection: string | undefined;
       // A held state that resumes on a named injection (a peer's envelope, a consumer state):
       // the injection is in the mailbox as `[<resumeOn>] <json>`.
       const resumeOn = snap.held.resumeOn;
       if (waiting === 0 && resumeOn !== 'approval-response') {
         waiting = 1;
+        injection = resumeOn;
         const injected = findInjection(rec, start.turnId, resumeOn, usedInjections);
         if (injected) {
           usedInjections.add(injected.entry);
@@ -289,7 +291,10 @@ async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'conte
       if (waiting === 0 || answers.length < waiting) {
         // The recording itself ends here, waiting: the re-run is faithful.
         if (i === starts.length - 1 && !rec.events.some((e) => e.type === 'turn.settled' && e.turnId === start.turnId)) return undefined;
-        return `turn ${i} (${turnId}) stopped in "${snap.state}" and the recording holds no answer for ${waiting ? `${waiting - answers.length} of its ${waiting} pending call(s)` : 'it'}`;
+        const missing =
+          injection !== undefined ? `no "${injection}" injection to resume it`
+          : waiting ? `no answer for ${waiting - answers.length} of its ${waiting} pending call(s)` : 'no answer for it';
+        return `turn ${i} (${turnId}) stopped in "${snap.state}" and the recording holds ${missing}`;
       }
       const stopped = nextStop(s, turnId, snap.lastSeq);
       for (const a of answers) {
@@ -312,8 +317,15 @@ function findApproval(rec: Recording, pending: ApprovalRecord, turnId: string, m
 
 function findInjection(rec: Recording, turnId: string, resumeOn: string, used: Set<MailboxEntry>): { entry: MailboxEntry; payload: unknown } | undefined {
   const prefix = `[${resumeOn}] `;
+  let input = true;
   for (const m of rec.mailbox) {
-    if (m.kind !== 'user' || m.turnId !== turnId || used.has(m) || !m.text.startsWith(prefix)) continue;
+    if (m.kind !== 'user' || m.turnId !== turnId) continue;
+    // The turn's first user entry is its input, whatever its text looks like.
+    if (input) {
+      input = false;
+      continue;
+    }
+    if (used.has(m) || !m.text.startsWith(prefix)) continue;
     try {
       return { entry: m, payload: JSON.parse(m.text.slice(prefix.length)) as unknown };
     } catch {

@@ -11,6 +11,8 @@ import type { ModelScript } from '../../src/models/script.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import { replaySession } from '../../src/index.js';
 import type { Registries } from '../../src/registries/types.js';
+import { readRecording } from '../../src/replay/recording.js';
+import { createMemoryStore } from '../../src/stores/memory.js';
 
 const respond = (text: string, partType: string, turnState: string, passTo?: string) => ({
   type: 'tool_use' as const,
@@ -72,4 +74,71 @@ it('replay:exact:inferred-held-state — a consumer holding state the recording 
     'pay for the ferry',
     'awaiting-payment',
   );
+});
+
+/** Two consumer holding states in one turn, each resumed by its own injection; the user's message itself starts with a bracket. */
+const twoHolds = {
+  setup: (reg: Registries) => {
+    reg.turnStates.register({ id: 'awaiting-review', meta: { description: 'Waiting for a reviewer.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'review' } });
+    reg.turnStates.register({ id: 'awaiting-payment', meta: { description: 'Waiting for payment.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'payment-confirmed' } });
+    reg.actors.register({ name: 'till', tools: [] });
+  },
+  script: {
+    rules: [
+      { when: { on: 'user' as const, text: '^\\[payment-confirmed\\]' }, respond: { blocks: [respond('Paid.', 'response', 'complete')] } },
+      { when: { on: 'user' as const, text: '^\\[review\\]' }, respond: { blocks: [respond('Reviewed; now pay.', 'progress', 'awaiting-payment')] } },
+      { when: { on: 'user' as const }, respond: { blocks: [respond('Draft ready for review.', 'progress', 'awaiting-review')] } },
+    ],
+  },
+};
+
+async function recordTwoHolds(name: string): Promise<string> {
+  const path = join(dir, `${name}.db`);
+  const rt = createRuntime({ model: createScriptedModel(twoHolds.script), store: createSqliteStore({ path }) });
+  twoHolds.setup(rt.registries);
+  const s = await rt.createSession({ id: name, actor: 'till' });
+  expect((await (await s.send('[urgent] order the ferry ticket')).settled).finalizedBy).toBe('awaiting-review');
+  expect((await (await s.inject({ kind: 'resume', resumeOn: 'review', payload: { ok: true } }))!.settled).finalizedBy).toBe('awaiting-payment');
+  expect((await (await s.inject({ kind: 'resume', resumeOn: 'payment-confirmed', payload: { amount: 42 } }))!.settled).finalizedBy).toBe('complete');
+  await rt.close();
+  return path;
+}
+
+it('replay:exact:consumer-hold — each of two holding states in one turn replays with the injection that resumed it, inferred from the turnState.changed that records it (a user message starting with "[urgent] " is no injection)', async () => {
+  const path = await recordTwoHolds('two-holds');
+  const ro = createSqliteStore({ path, readonly: true });
+  try {
+    const resumes = (await ro.readEvents('two-holds', 0)).flatMap((e) => (e.type === 'turnState.changed' && e.resumedBy !== undefined ? [`${e.from}:${e.resumedBy}`] : []));
+    expect(resumes).toEqual(['awaiting-review:review', 'awaiting-payment:payment-confirmed']);
+    expect((await replaySession(ro, 'two-holds', { setup: twoHolds.setup })).diff.identical).toBe(true);
+    const inferred = await replaySession(ro, 'two-holds');
+    expect(inferred.stoppedEarly).toBeUndefined();
+    expect(inferred.diff.identical).toBe(true);
+  } finally {
+    ro.close();
+  }
+});
+
+it('replay:exact:consumer-hold — a recording from before turnState.changed named its injection: each state left without a model call takes the turn\'s next injection, after its input; one whose injection is missing is named in the stop', async () => {
+  const path = await recordTwoHolds('two-holds-legacy');
+  const ro = createSqliteStore({ path, readonly: true });
+  const rec = await readRecording(ro, 'two-holds-legacy');
+  ro.close();
+  const legacy = async (mailbox = rec.mailbox) => {
+    const store = createMemoryStore();
+    await store.createSession(rec.record);
+    const events = rec.events.map((e) => {
+      if (e.type !== 'turnState.changed') return e;
+      const { resumedBy: _, ...older } = e;
+      return older;
+    });
+    await store.commit(rec.record.id, { events, mailbox, executions: rec.executions, approvals: rec.approvals });
+    return store;
+  };
+  const store = await legacy();
+  expect((await replaySession(store, 'two-holds-legacy')).diff.identical).toBe(true);
+  // Without the payment injection, the replay stops where the recording resumed and says what it lacks.
+  const cut = await legacy(rec.mailbox.filter((m) => !(m.kind === 'user' && m.text.startsWith('[payment-confirmed] '))));
+  const r = await replaySession(cut, 'two-holds-legacy', { setup: twoHolds.setup });
+  expect(r.stoppedEarly).toMatch(/stopped in "awaiting-payment" and the recording holds no "payment-confirmed" injection to resume it/);
 });
