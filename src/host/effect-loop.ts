@@ -13,6 +13,7 @@ import { TurnstateError } from '../errors.js';
 import type { MailboxEntry, Part, SessionEvent } from '../types.js';
 import type { HostCore } from './core.js';
 import { compatNudge } from './compat-turn.js';
+import { carryJoined } from './double-texting.js';
 import { callModel, compatFallback, partEvents } from './model-call.js';
 import { settlement } from './settlement.js';
 import { dispatchTools } from './tool-dispatch.js';
@@ -200,8 +201,7 @@ export class EffectLoop {
     const tools = this.host.deps.catalog.forActor(actorDef, t.opts);
     if (t.joined.length) {
       const at = this.host.deps.clock.iso();
-      const joined = t.joined.map((m) => userEntry(t.turnId, at, m));
-      t.joined = [];
+      const joined = carryJoined(t).map((m) => userEntry(t.turnId, at, m));
       await this.host.journal.commit({ mailbox: joined }, true);
     }
     const o = await callModel(this.host, t, actorDef, tools);

@@ -52,6 +52,11 @@ export class GroupCommit {
     private readonly failed: (firstSeq: number) => void,
   ) {}
 
+  /** Whether a write failed (every later one is refused). */
+  hasFailed(): boolean {
+    return this.error !== null;
+  }
+
   /** After a failed write nothing more is accepted (the turn fails at its next step). */
   throwIfFailed(): void {
     if (this.error) throw this.error;

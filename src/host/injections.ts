@@ -51,11 +51,17 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
     case 'resume': {
       const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
       const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
-      if (!t || !s.machine.can(resume)) {
-        throw new TurnstateError('injection.not_waiting', `session ${s.id} is not waiting for "${resumeOn}" (state: ${s.turnState()})`);
+      // One injection resumes a hold: a second one arriving while the first is written is refused.
+      if (!t || t.resuming || !s.machine.can(resume)) {
+        throw new TurnstateError('injection.not_waiting', `session ${s.id} is not waiting for "${resumeOn}" (state: ${t?.resuming ? `${s.turnState()}, already being resumed` : s.turnState()})`);
       }
       const text = injection.kind === 'peer-envelope' ? JSON.stringify(injection.envelope) : JSON.stringify(injection.payload ?? null);
-      await s.journal.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: s.deps.clock.iso(), text: `[${resumeOn}] ${text}` }] });
+      t.resuming = true;
+      try {
+        await s.journal.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: s.deps.clock.iso(), text: `[${resumeOn}] ${text}` }] });
+      } finally {
+        t.resuming = false;
+      }
       return s.resume(t, resume)!;
     }
   }

@@ -22,6 +22,8 @@ import { GroupCommit } from './group-commit.js';
 import { type HistoryCache, wakeMailbox } from './history-cache.js';
 import { isPromise } from './turn.js';
 
+const ignore = (): void => {};
+
 /** Events read from the store per page while replaying. */
 export const REPLAY_PAGE = 256;
 
@@ -38,6 +40,8 @@ export class Journal {
   private live: Subject<SessionEvent> | null = null;
   private completed = false;
   private commitChain: Promise<void> | null = null;
+  /** An asynchronous store's failed write (the later ones fail with it). */
+  private writeError: unknown = undefined;
   private readonly groupCommit: GroupCommit | null;
   private mailboxCache: MailboxEntry[] | null = null;
   private histories: Map<string, HistoryView> | null = null;
@@ -134,16 +138,15 @@ export class Journal {
     this.owner.stageCommit(step);
     if (withSnapshot) step.snapshot = this.owner.persistedSession();
     if (this.groupCommit) return this.group(step);
-    if (this.commitChain) {
-      const next = this.commitChain.then(() => this.write(step));
-      this.commitChain = next.then(() => undefined);
-      return next;
-    }
-    const r = this.write(step);
+    // An asynchronous store: writes land in order. After a failed write the later ones fail
+    // with its error (the host then gives way to one restored from the store).
+    const r = this.commitChain ? this.commitChain.then(() => this.write(step)) : this.write(step);
     if (r) {
       const chain: Promise<void> = r.then(() => {
         if (this.commitChain === chain) this.commitChain = null;
       });
+      // The caller handles `r`; the chain only orders later writes.
+      chain.catch(ignore);
       this.commitChain = chain;
       return r;
     }
@@ -168,6 +171,7 @@ export class Journal {
     if (isPromise(r)) {
       return r.then(landed, (err) => {
         this.lastSeq = before;
+        this.writeError = err;
         throw err;
       });
     }
@@ -184,6 +188,11 @@ export class Journal {
     if (events) for (const e of events) e.seq = ++this.lastSeq;
     gc.add(step, firstSeq);
     if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+  }
+
+  /** Whether a failed write refuses every later one (group commit, or an asynchronous store's ordered writes). */
+  failed(): boolean {
+    return this.writeError !== undefined || this.groupCommit?.hasFailed() === true;
   }
 
   /** Write whatever group commit holds now (no-op for other stores). */

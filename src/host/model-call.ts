@@ -29,6 +29,8 @@ import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
 
 type Accepted = Extract<RespondResult, { ok: true }>;
 
+const ignoreWriteError = (): void => {};
+
 export type ModelCallOutcome =
   | { kind: 'stopped' }
   | { kind: 'interrupted'; written: void | Promise<void> }
@@ -172,7 +174,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
                 const body: SessionEventBody = d.partType === undefined
                   ? { type: 'part.delta', callId, index: d.index, text: d.text }
                   : { type: 'part.delta', callId, index: d.index, partType: d.partType, text: d.text };
-                void journal.commit({ events: [journal.event(t.turnId, body)] });
+                // Not awaited: a failed write fails the response's own commit after it.
+                journal.commit({ events: [journal.event(t.turnId, body)] })?.catch(ignoreWriteError);
               }),
             };
             streams.set(ev.index, st);

@@ -60,12 +60,29 @@ export class MessageQueue {
 
   /** Queue at the back; journaled with the next commit. */
   push(q: QueuedMessage): void {
-    this.add(q, ++this.hi, false);
+    this.add(q, ++this.hi);
   }
 
-  /** Queue in front (a message that joined a turn too late becomes the next turn). */
-  unshift(q: QueuedMessage): void {
-    this.add(q, --this.lo, true);
+  /** A place in arrival order for a message that joins the running turn (double-texting `interrupt`). */
+  reserve(): number {
+    return ++this.hi;
+  }
+
+  /**
+   * Queue a message that joined a turn too late for it to see: at the place it arrived in (from
+   * `reserve`), or in front when that is unknown (a turn restored with joined messages).
+   */
+  requeue(q: QueuedMessage, pos?: number): void {
+    this.add(q, pos ?? --this.lo);
+  }
+
+  /** Take back a message whose record could not be written (it was never accepted). */
+  withdraw(turnId: string): void {
+    const items = this.items;
+    const i = items === null ? -1 : items.findIndex((it) => it.q.turnId === turnId);
+    if (i >= 0) items!.splice(i, 1);
+    const staged = this.enqueued === null ? -1 : this.enqueued.findIndex((e) => e.turnId === turnId);
+    if (staged >= 0) this.enqueued!.splice(staged, 1);
   }
 
   /** Take the next message; its removal is journaled with the next commit (its turn.started). */
@@ -98,11 +115,13 @@ export class MessageQueue {
     }
   }
 
-  private add(q: QueuedMessage, pos: number, front: boolean): void {
+  /** Items stay in `pos` order (arrival order). */
+  private add(q: QueuedMessage, pos: number): void {
     const item = { q, pos };
     const items = (this.items ??= []);
-    if (front) items.unshift(item);
-    else items.push(item);
+    let i = items.length;
+    while (i > 0 && items[i - 1]!.pos > pos) i--;
+    items.splice(i, 0, item);
     (this.enqueued ??= []).push({ turnId: q.turnId, pos, message: q.message, opts: q.opts as Record<string, unknown> });
   }
 }

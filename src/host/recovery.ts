@@ -31,6 +31,8 @@ export interface RecoveryPlan {
   resolve: ApprovalRecord[];
   /** A state-changing respond() whose response committed but whose parts and state did not. */
   change?: { actor: string; callId: string; result: Extract<RespondResult, { ok: true }> };
+  /** respond() calls whose streamed `part.delta` events no part and no retraction followed (the stream was cut). */
+  retract: string[];
 }
 
 /** The turn in flight as the last snapshot left it (its settlement promise is new). */
@@ -51,6 +53,9 @@ export async function recoverTurn(core: HostCore, loop: EffectLoop, t: ActiveTur
     for (const fx of machine.ask({ type: 'RESPOND', to: plan.replayChange })) {
       if (fx.type !== 'state.changed' && fx.type !== 'actor.passed') machine.effects.push(fx);
     }
+  }
+  if (plan.retract.length) {
+    await journal.commit({ events: plan.retract.map((callId) => journal.event(t.turnId, { type: 'part.retracted', callId, reason: 'interrupted' })) });
   }
   if (plan.outcomes.length) {
     const batch = new OutcomeBatch(journal, deps.clock.iso());
@@ -82,6 +87,9 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
   const called = new Set<string>();
   const resulted = new Set<string>();
   let lastChange: string | undefined;
+  /** Calls with streamed deltas, and those whose deltas a part or a retraction followed. */
+  const streamed = new Set<string>();
+  const ended = new Set<string>();
   // Parts published after the last persisted snapshot belong to the turn too.
   const known = new Set(t.parts.map((p) => JSON.stringify(p)));
   for (const e of events) {
@@ -89,7 +97,10 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
     if (e.type === 'tool.called') called.add(e.callId);
     else if (e.type === 'tool.result') resulted.add(e.callId);
     else if (e.type === 'turnState.changed') lastChange = e.to;
+    else if (e.type === 'part.delta') streamed.add(e.callId);
+    else if (e.type === 'part.retracted') ended.add(e.callId);
     else if (e.type === 'part.received') {
+      ended.add(e.callId);
       const key = JSON.stringify(e.part);
       if (!known.has(key)) {
         known.add(key);
@@ -101,7 +112,7 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
 
   const actor = core.machine.actingActor();
   replayCompatTurn(t, deps.registries.actors.get(actor), mailbox);
-  const plan: RecoveryPlan = { outcomes: [], dispatch: { actor, uses: [] }, resolve: [] };
+  const plan: RecoveryPlan = { outcomes: [], dispatch: { actor, uses: [] }, resolve: [], retract: [] };
   if (lastChange !== undefined && lastChange !== core.machine.state()) plan.replayChange = lastChange;
 
   const approvals = (await deps.store.listApprovals({ sessionId: core.id })).filter((a) => a.turnId === t.turnId);
@@ -138,6 +149,8 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
   }
   const change = unappliedChange(core, t, mailbox, events);
   if (change) plan.change = change;
+  // A cut stream's deltas are void (events:delta:provisional), unless the change applied now publishes their parts.
+  for (const callId of streamed) if (!ended.has(callId) && callId !== change?.callId) plan.retract.push(callId);
   return plan;
 }
 

@@ -23,13 +23,13 @@ import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
 import { assertClientToolNames } from './tool-catalog.js';
 import { boundsOf } from './model-call.js';
-import { acceptWhileBusy } from './double-texting.js';
+import { acceptWhileBusy, releaseSenders, requeueJoined } from './double-texting.js';
 import { inject } from './injections.js';
 import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn, restoredTurn } from './recovery.js';
 import { sessionSnapshot } from './snapshot.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, hostStateOf, newTurn, userEntry, ZERO, type ActiveTurn, type HostState } from './turn.js';
+import { CALLS_ANSWERED, deferred, hostStateOf, newTurn, userEntry, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -156,10 +156,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
     const d = deferred<TurnOutcome>();
     const turnId = this.deps.newId('turn');
     try {
-      this.startTurn(turnId, msg, opts, d);
-      // Accepted means durable: with group commit, wait for the write that holds turn.started
-      // (the first barrier of the turn, or the end of this event-loop turn) instead of adding one.
-      await this.journal.durable();
+      // Accepted means durable: wait for the write that holds turn.started (with group commit,
+      // the first barrier of the turn or the end of this event-loop turn, instead of adding one).
+      const written = this.startTurn(turnId, msg, opts, d);
+      await (written ?? this.journal.durable());
     } catch (err) {
       // Not written, so not accepted: this host is ahead of the store and gives way to one
       // restored from it (the session as it was before the message).
@@ -169,7 +169,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return { turnId, queued: false, settled: d.promise };
   }
 
-  private startTurn(turnId: string, input: InboundMessage, opts: SendOptions, d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void }): void {
+  /** Starts the turn; for an asynchronous store, returns the write of its message (the turn runs once it landed). */
+  private startTurn(turnId: string, input: InboundMessage, opts: SendOptions, d: { promise: Promise<TurnOutcome>; resolve: (o: TurnOutcome) => void }): Promise<void> | undefined {
     const t = newTurn(turnId, input, opts, d);
     this.turn = t;
     this.machine.adopt(this.deps.machine());
@@ -184,8 +185,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     );
     // With group commit the message is written with the rest of this event-loop turn, before
     // anything about it is published and before any side effect of the turn.
-    if (r) void r.then(() => this.loop.pump(t));
-    else void this.loop.pump(t);
+    if (r) return r.then(() => void this.loop.pump(t));
+    void this.loop.pump(t);
+    return undefined;
   }
 
   inject(injection: Injection): Promise<TurnRef | undefined> {
@@ -220,10 +222,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   }
 
   requeue(t: ActiveTurn): void {
-    for (let i = t.joined.length - 1; i >= 0; i--) {
-      this.queue.unshift({ turnId: this.deps.newId('turn'), message: t.joined[i]!, opts: t.opts, ...deferred<TurnOutcome>() });
-    }
-    t.joined = [];
+    requeueJoined(this, t);
   }
 
   endTurn(): void {
@@ -232,7 +231,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
 
   next(): void {
     const q = this.queue.shift();
-    if (q) this.startTurn(q.turnId, q.message, q.opts, q);
+    // A queued message is durable already; if its turn's start cannot be written, the host gives way.
+    if (q) this.startTurn(q.turnId, q.message, q.opts, q)?.catch(() => this.writeFailed());
     else this.released();
   }
 
@@ -286,10 +286,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.machine.stop();
     this.journal.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).
-    const error = { code: 'session.stopped', message: `session ${this.id} was stopped (runtime closed or session deleted) before the turn settled` };
-    const t = this.turn;
-    if (t) t.resolve({ turnId: t.turnId, finalizedBy: this.turnState(), stop: 'interrupted', parts: t.parts.slice(), usage: t.usage, error });
-    for (const q of this.queue) q.resolve({ turnId: q.turnId, finalizedBy: 'idle', stop: 'interrupted', parts: [], usage: ZERO, error });
+    releaseSenders(this, this.turn);
     const waiters = this.idleWaiters;
     this.idleWaiters = null;
     if (waiters) for (const f of waiters) f();

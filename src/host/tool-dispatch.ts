@@ -29,7 +29,8 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
   const approvals: ApprovalRecord[] = [];
   const at = core.deps.clock.iso();
   const immediate = new OutcomeBatch(journal, at);
-  countSignalCalls(t, core.toolSignal(t), uses.length);
+  const interrupt = core.toolSignal(t);
+  countSignalCalls(t, interrupt, uses.length);
   const errorResult = (u: ToolUseBlock, content: string, denial?: { reason?: string }) =>
     immediate.add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: true, ...(denial ? { denial } : {}) });
   for (const u of uses) {
@@ -58,6 +59,12 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
       continue;
     }
     const policy = await evaluatePolicy(core, t, actorName, tool, u);
+    if (policy.decision === 'ask' && interrupt.aborted) {
+      // A message joined while an asynchronous policy was evaluated: a call not yet started does
+      // not run, so nobody is asked to approve it.
+      errorResult(u, `tool "${u.name}" was cancelled before it ran`);
+      continue;
+    }
     if (policy.decision === 'deny') {
       errorResult(u, denialText(policy.reason), policy.reason ? { reason: policy.reason } : {});
       continue;

@@ -42,6 +42,12 @@ export interface ActiveTurn {
   answering: number;
   /** Messages that joined the turn (double-texting `interrupt`) and wait for the next model call. */
   joined: InboundMessage[];
+  /**
+   * The senders of joined messages in this host (a restored turn's have none): each one's place
+   * in arrival order and what its `settled` follows, this turn once the message reached a model
+   * request, else the turn it is requeued as.
+   */
+  joinedBy?: Map<InboundMessage, { pos: number; resolve: (o: TurnOutcome) => void; promise: Promise<TurnOutcome> }>;
   abort: AbortController | null;
   /**
    * The signal of the turn's tool handlers, made at its first tool call and never handed to
@@ -53,6 +59,8 @@ export interface ActiveTurn {
   /** Calls dispatched under `toolAbort` (countSignalCalls). */
   signalCalls: number;
   interrupted: boolean;
+  /** An injection that resumes the turn's hold is being written (a second one is refused). */
+  resuming?: boolean;
   /** The effect loop is running for this turn. */
   running: boolean;
   /** The last model response's tool uses, with the tool view its call was built with. */

@@ -106,6 +106,13 @@ describe('durability: SIGKILL and restart with real processes', () => {
     const received = events.filter((e) => e.type === 'part.received');
     expect(received).toHaveLength(1);
     expect((received[0] as { part: { text?: string } }).part.text).toMatch(/^Here is a long answer .* halfway through it\.$/);
+    // events:delta:provisional — "a streamed call that publishes no parts after all is retracted":
+    // the cut stream's deltas are void, retracted (interrupted) before the model streams anew.
+    const cut = [...new Set(before.flatMap((e) => (e.type === 'part.delta' ? [e.callId] : [])))];
+    const retracted = events.filter((e) => e.type === 'part.retracted');
+    expect(retracted.map((e) => e.type === 'part.retracted' && [e.callId, e.reason])).toEqual(cut.map((c) => [c, 'interrupted']));
+    const firstNewDelta = events.find((e) => e.seq > lastBefore && e.type === 'part.delta')!;
+    for (const r of retracted) expect(r.seq).toBeLessThan(firstNewDelta.seq);
     expect(events.filter((e) => e.type === 'model.usage')).toHaveLength(1);
     expect(events.at(-1)).toMatchObject({ type: 'turn.settled', finalizedBy: 'complete' });
   }, 90_000);

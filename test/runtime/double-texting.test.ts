@@ -351,3 +351,72 @@ describe('double-texting', () => {
     );
   });
 });
+
+describe('double-texting: interrupt at the edges of a turn', () => {
+  it('double-texting:interrupt:never-unanswered — "is answered in a turn of its own": a message that joined too late runs in its place in arrival order (after one queued before it), and its sender\'s settled follows the turn that answers it', async () => {
+    const { rt } = harness({
+      rules: [
+        { when: { on: 'user', text: '^book' }, respond: answer(toolUse('gated', { q: 'x' })) },
+        { when: { on: 'tool_result' }, respond: answer(respond([part('response', 'booked')], 'complete')) },
+        { respond: answer(respond([part('response', 're: $user')], 'complete')) },
+      ],
+    });
+    addTool(rt.registries, 'gated', () => ({ ok: 1 }), { requiresApproval: true });
+    rt.registries.actors.register({ name: 'a', tools: ['gated'] });
+    const s = await rt.createSession({ actor: 'a', doubleTexting: 'interrupt' });
+    let armed = false;
+    let late: ReturnType<typeof s.send> | undefined;
+    const rec = new Recorder(s, (e) => {
+      // After the approval the final response has been read: a message now joins too late.
+      if (armed && e.type === 'model.usage' && !late) late = s.send('M2 sent second');
+    });
+    const r1 = await s.send('book it');
+    expect((await r1.settled).finalizedBy).toBe('suspended');
+    const m1 = await s.send('M1 sent first');
+    expect(m1.queued).toBe(true);
+    armed = true;
+    await s.answerApproval(rec.of('approval.requested')[0]!.approvalId, { approved: true }, {}, 'api');
+    await s.idle();
+    const m2 = await late!;
+    expect(m2.queued).toBe(false);
+    const out = await m2.settled;
+    expect(out.parts.map((p) => p.text)).toEqual(['re: M2 sent second']);
+    expect(out.turnId).not.toBe(r1.turnId);
+    expect(rec.of('turn.started').map((e) => e.input.text)).toEqual(['book it', 'M1 sent first', 'M2 sent second']);
+    checkStream(rec.events, rt.registries);
+  });
+
+  it('double-texting:interrupt — "a call not yet started does not run": a message joining while an asynchronous approval policy is evaluated cancels the call instead of asking a human, and reaches the next model request', async () => {
+    const { rt, model } = harness({
+      rules: [
+        { when: { on: 'user', text: '^book', call: 0 }, respond: answer(toolUse('book', { q: 'corfu' })) },
+        { respond: answer(respond([part('response', 'reply to: $user')], 'complete')) },
+      ],
+    });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let policyStarted = false;
+    let ran = 0;
+    addTool(rt.registries, 'book', () => (ran++, { ok: 'booked' }), {
+      requiresApproval: async () => {
+        policyStarted = true;
+        await gate;
+        return { decision: 'ask', reason: 'costly' };
+      },
+    });
+    rt.registries.actors.register({ name: 'a', tools: ['book'] });
+    const s = await rt.createSession({ actor: 'a', doubleTexting: 'interrupt' });
+    const rec = new Recorder(s);
+    const r1 = await s.send('book corfu');
+    while (!policyStarted) await new Promise((r) => setTimeout(r, 1));
+    const r2 = await s.send('actually, make it 2 people');
+    expect(r2).toMatchObject({ queued: false, turnId: r1.turnId });
+    release();
+    expect((await r2.settled).finalizedBy).toBe('complete');
+    expect(rec.of('approval.requested')).toEqual([]);
+    expect(ran).toBe(0);
+    expect(rec.of('tool.result').map((e) => e.view)).toEqual(['tool "book" was cancelled before it ran']);
+    expect(model.requests.some((r) => JSON.stringify(r.messages).includes('2 people'))).toBe(true);
+    checkStream(rec.events, rt.registries, { settledTurns: [r1.turnId] });
+  });
+});

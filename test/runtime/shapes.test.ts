@@ -343,6 +343,29 @@ describe('spec 000 shapes through the runtime', () => {
     checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
   });
 
+  it('turn-states:consumer:hold-resume — one injection resumes a hold: two arriving at once (a webhook delivered twice) are one resume and one injection.not_waiting; the mailbox holds the first only', async () => {
+    const { rt, model } = harness({
+      rules: [
+        { when: { on: 'user', text: '^pay', call: 0 }, respond: answer(respond([part('ack', 'waiting for payment')], 'pay-wait')) },
+        { respond: answer(respond([part('response', 're: $user')], 'complete')) },
+      ],
+    });
+    rt.registries.turnStates.register({ id: 'pay-wait', meta: { description: 'Waits for payment.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'payment' } });
+    rt.registries.actors.register({ name: 'support' });
+    const s = await rt.createSession({ actor: 'support' });
+    expect((await (await s.send('pay 10')).settled).finalizedBy).toBe('pay-wait');
+    const [a, b] = await Promise.allSettled([
+      s.inject({ kind: 'resume', resumeOn: 'payment', payload: { n: 1 } }),
+      s.inject({ kind: 'resume', resumeOn: 'payment', payload: { n: 2 } }),
+    ]);
+    expect(a.status).toBe('fulfilled');
+    expect(b).toMatchObject({ status: 'rejected', reason: { code: 'injection.not_waiting' } });
+    expect((await (a as PromiseFulfilledResult<any>).value.settled).finalizedBy).toBe('complete');
+    const users = (await s.mailbox()).flatMap((m) => (m.kind === 'user' ? [m.text] : []));
+    expect(users).toEqual(['pay 10', '[payment] {"n":1}']);
+    expect(JSON.stringify(model.requests.at(-1)!.messages)).not.toContain('"n\\":2');
+  });
+
   it('turn-states:consumer:hold-resume — a consumer state holding the actor resumes on session.inject({kind:"resume", resumeOn})', async () => {
     const { rt, model } = harness({
       rules: [
