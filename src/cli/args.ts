@@ -11,6 +11,8 @@ export interface ServeArgs {
   script?: string;
   /** Browser origins besides the server's own whose pages may open the WebSocket. */
   allowedOrigins?: string[];
+  /** Host names requests may carry besides the loopback ones (a name that reaches this machine). */
+  allowedHosts?: string[];
 }
 
 export type Command = { kind: 'serve'; args: ServeArgs } | { kind: 'help'; text: string } | { kind: 'version' };
@@ -37,13 +39,18 @@ Options for serve:
   --allow-origin <origins>
                     Comma-separated browser origins (https://app.example.com) whose pages may
                     open the WebSocket besides the server's own (env TURNSTATE_ALLOWED_ORIGINS)
+  --allow-host <names>
+                    Comma-separated host names (agents.internal) requests may be addressed to
+                    besides localhost, 127.0.0.1 and [::1]; other Hosts are refused with 403,
+                    against DNS rebinding ("*": any; env TURNSTATE_ALLOWED_HOSTS). Bound to a
+                    non-loopback --host, any Host is answered unless this is given
   -h, --help        Show this help
   -v, --version     Show the version
 
 The model: Claude when ANTHROPIC_API_KEY is set, else the travel desk's ScriptedModel
 (or the --script file).`;
 
-const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin']);
+const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin', 'allow-host']);
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
   const [command, ...rest] = argv;
@@ -86,6 +93,13 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     args.allowedOrigins = origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
     for (const o of args.allowedOrigins) {
       if (parseOrigin(o) === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
+    }
+  }
+  const hosts = values.get('allow-host') ?? env['TURNSTATE_ALLOWED_HOSTS'];
+  if (hosts !== undefined && hosts.trim() !== '') {
+    args.allowedHosts = hosts.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    for (const h of args.allowedHosts) {
+      if (h !== '*' && !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(h)) throw new UsageError(`--allow-host: "${h}" is not a host name (no scheme, port or path), e.g. agents.internal`);
     }
   }
   return { kind: 'serve', args };

@@ -143,7 +143,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
         ...(opts.allowedOrigins ? { allowedOrigins: opts.allowedOrigins } : {}),
       }),
     ];
-    server = await startServer({ runtime, transports, port: opts.port, host: opts.host });
+    const allowedHosts = opts.allowedHosts?.includes('*') ? '*' : opts.allowedHosts;
+    server = await startServer({ runtime, transports, port: opts.port, host: opts.host, ...(allowedHosts ? { allowedHosts } : {}) });
   } catch (err) {
     await runtime?.close();
     unlock();

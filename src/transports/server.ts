@@ -3,7 +3,13 @@
  * order until one handles it (else 404 JSON); WebSocket upgrades go to the first transport
  * whose `upgrade` accepts the path (else the socket is refused with 404).
  *
- * Contract: `close()` stops accepting connections, closes every transport (which flushes what
+ * Contract: a request or upgrade whose `Host` names a host the server does not answer to is
+ * refused with 403 `host.forbidden` before any transport sees it (DNS rebinding: a page of
+ * another site reached through a name that resolves to this machine). Bound to a loopback
+ * address, the server answers to `localhost`, `*.localhost`, `127.0.0.1`, `[::1]` and
+ * `allowedHosts`; bound elsewhere, to any host unless `allowedHosts` is given.
+ *
+ * `close()` stops accepting connections, closes every transport (which flushes what
  * it accepted and ends its streams), then the runtime (`closeRuntime`, default true), and
  * resolves once the server is closed. It is idempotent.
  */
@@ -21,6 +27,11 @@ export interface StartServerOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
+  /**
+   * Host names (no port) requests may carry in `Host` besides the loopback ones; `'*'` for any.
+   * Default: none more when bound to a loopback address, any otherwise.
+   */
+  allowedHosts?: readonly string[] | '*';
   /** Close the runtime after the transports on `close()` (default true). */
   closeRuntime?: boolean;
   /** Grace period for open connections on close before they are destroyed (default 5000 ms). */
@@ -42,9 +53,16 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   const host = opts.host ?? '127.0.0.1';
   let closing: Promise<void> | undefined;
 
+  const hostProblem = hostCheck(host, opts.allowedHosts);
+
   const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (closing !== undefined) res.shouldKeepAlive = false;
     try {
+      const refused = hostProblem(req);
+      if (refused !== undefined) {
+        req.resume();
+        throw refused;
+      }
       for (const t of transports) {
         if (await t.handle(req, res)) return;
       }
@@ -60,6 +78,12 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     void onRequest(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refused = hostProblem(req);
+    if (refused !== undefined) {
+      const body = JSON.stringify({ error: { code: refused.code, message: refused.message } });
+      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      return;
+    }
     for (const t of transports) {
       if (t.upgrade !== undefined && t.upgrade(req, socket, head)) return;
     }
@@ -115,5 +139,43 @@ export function healthTransport(): HttpTransport {
       return true;
     },
     async close() {},
+  };
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+
+function isLoopback(host: string): boolean {
+  return LOOPBACK_NAMES.has(host) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host.endsWith('.localhost');
+}
+
+/** The hostname of a `Host` header (lower case, IPv6 in brackets), without its port. */
+function hostnameOf(header: string): string {
+  const h = header.trim().toLowerCase();
+  if (h.startsWith('[')) {
+    const end = h.indexOf(']');
+    return end === -1 ? h : h.slice(0, end + 1);
+  }
+  const colon = h.lastIndexOf(':');
+  return colon === -1 ? h : h.slice(0, colon);
+}
+
+/** What refuses a request whose `Host` the server does not answer to (see the contract above). */
+function hostCheck(bound: string, allowed: readonly string[] | '*' | undefined): (req: IncomingMessage) => HttpError | undefined {
+  if (allowed === '*' || (allowed === undefined && !isLoopback(bound))) return () => undefined;
+  const extra = new Set((allowed ?? []).map((h) => h.toLowerCase()));
+  extra.add(bound.toLowerCase());
+  return (req) => {
+    const header = req.headers.host;
+    // No Host: not a browser (HTTP/1.0 tools); a browser always sends the name it resolved.
+    if (header === undefined || header === '') return undefined;
+    const name = hostnameOf(header);
+    if (isLoopback(name) || extra.has(name)) return undefined;
+    return new HttpError(
+      403,
+      'host.forbidden',
+      `this server does not answer to host "${header}": bound to ${bound}, it answers to localhost, 127.0.0.1 and [::1]` +
+        `${extra.size > 1 ? ` and ${[...extra].filter((h) => h !== bound.toLowerCase()).join(', ')}` : ''}` +
+        ' (a page reached through another name could be another site; add the name with allowedHosts / --allow-host)',
+    );
   };
 }

@@ -15,6 +15,8 @@ describe('turnstate arguments', () => {
       args: { allowedOrigins: ['https://app.example.com', 'http://localhost:5173'] },
     });
     expect(parseArgs(['serve'], { TURNSTATE_ALLOWED_ORIGINS: 'https://a.example' })).toMatchObject({ args: { allowedOrigins: ['https://a.example'] } });
+    expect(parseArgs(['serve', '--allow-host', 'Agents.Internal, box.lan'], {})).toMatchObject({ args: { allowedHosts: ['agents.internal', 'box.lan'] } });
+    expect(parseArgs(['serve'], { TURNSTATE_ALLOWED_HOSTS: '*' })).toMatchObject({ args: { allowedHosts: ['*'] } });
     expect(parseArgs([], {}).kind).toBe('help');
     expect(parseArgs(['serve', '--help'], {}).kind).toBe('help');
   });
@@ -28,6 +30,7 @@ describe('turnstate arguments', () => {
     expect(() => parseArgs(['serve', 'extra'], {})).toThrow(/unexpected argument "extra"/);
     expect(() => parseArgs(['serve', '--allow-origin', 'https://app.example.com/chat'], {})).toThrow(/--allow-origin: "https:\/\/app.example.com\/chat" is not an origin/);
     expect(() => parseArgs(['serve', '--allow-origin', 'app.example.com'], {})).toThrow(/is not an origin/);
+    expect(() => parseArgs(['serve', '--allow-host', 'http://agents.internal:8787'], {})).toThrow(/--allow-host: "http:\/\/agents.internal:8787" is not a host name/);
   });
 
   it('cli:auth — without keys everyone is the local user; with keys a bearer token is required and maps to its principal', async () => {

@@ -79,7 +79,7 @@ describe('edge errors', () => {
         socket.setEncoding('latin1');
         socket.pause();
         socket.on('error', (e) => reject(new Error(`after ${got.length} bytes read: ${e.message}`)));
-        socket.write(`POST /sessions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: ${TEN_MB.length}\r\n\r\n`);
+        socket.write(`POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${TEN_MB.length}\r\n\r\n`);
         socket.write(TEN_MB, () => {
           socket.on('data', (d: string) => (got += d));
           socket.on('end', () => resolve(got));

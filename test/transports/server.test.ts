@@ -2,6 +2,7 @@
  * startServer: transports composed on one node:http server, WebSocket upgrade delegation,
  * graceful close.
  */
+import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
 import { createRuntime } from '../../src/runtime.js';
@@ -74,6 +75,56 @@ describe('startServer', () => {
       const refused = new WebSocket(`${srv.url.replace('http', 'ws')}/nope`);
       const status = await new Promise<number>((resolve) => refused.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)));
       expect(status).toBe(404);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('server:host — "a request or upgrade whose Host names a host the server does not answer to is refused with 403 host.forbidden" (DNS rebinding): bound to loopback, only loopback names and allowedHosts pass', async () => {
+    const rt = runtime();
+    const wss = new WebSocketServer({ noServer: true });
+    const wsTransport: HttpTransport = {
+      name: 'ws',
+      handle: async () => false,
+      upgrade(req, socket, head) {
+        wss.handleUpgrade(req, socket, head, (ws) => ws.close(1000));
+        return true;
+      },
+      async close() {
+        wss.close();
+      },
+    };
+    let reached = 0;
+    const counting: HttpTransport = { ...pathTransport('a', '/a'), handle: async (req, res) => (reached++, pathTransport('a', '/a').handle(req, res)) };
+    const srv = await startServer({ runtime: rt, transports: [counting, wsTransport], port: 0, allowedHosts: ['agents.internal'] });
+    const get = (host: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const r = request({ host: '127.0.0.1', port: srv.port, path: '/a', headers: { host } }, (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        });
+        r.on('error', reject);
+        r.end();
+      });
+    const upgrade = (host: string) =>
+      new Promise<number>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${srv.port}/ws`, { headers: { host } });
+        ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.on('open', () => resolve(101));
+        ws.on('error', () => undefined);
+      });
+    try {
+      for (const ok of [`127.0.0.1:${srv.port}`, `localhost:${srv.port}`, `[::1]:${srv.port}`, `app.localhost:${srv.port}`, `Agents.Internal:${srv.port}`]) {
+        expect((await get(ok)).status, ok).toBe(200);
+      }
+      const before = reached;
+      const refused = await get(`attacker.example:${srv.port}`);
+      expect(refused.status).toBe(403);
+      expect(JSON.parse(refused.body).error).toMatchObject({ code: 'host.forbidden', message: expect.stringContaining('"attacker.example:') });
+      expect(reached).toBe(before);
+      expect(await upgrade(`attacker.example:${srv.port}`)).toBe(403);
+      expect(await upgrade(`localhost:${srv.port}`)).toBe(101);
     } finally {
       await srv.close();
     }
