@@ -3,10 +3,10 @@
  *
  * Contract: only GET and HEAD of regular files inside the root are served (`/` is `index.html`);
  * a path that decodes to anything outside the root, or holds a NUL or a backslash, is refused
- * with 404 whatever is on disk. Anything not found resolves false so another transport may answer.
+ * with 404 whatever is on disk, and so is a file that a symbolic link places outside it. Anything not found resolves false so another transport may answer.
  */
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
 import { HttpError, sendError } from '../http.js';
@@ -24,15 +24,21 @@ const TYPES: Record<string, string> = {
   '.webmanifest': 'application/manifest+json',
 };
 
-/** The page may talk to its own origin only (WebSocket included). */
+/**
+ * The page may talk to its own origin only (WebSocket included). Style attributes are allowed
+ * (A2UI components lay out with them: a Row child's `weight`, an Image's fit); style sheets and
+ * scripts come from the origin only.
+ */
 const HTML_HEADERS = {
   'content-security-policy':
-    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; style-src-attr 'unsafe-inline'; script-src 'self'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
   'referrer-policy': 'no-referrer',
 };
 
 export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: ServerResponse, pathname: string) => Promise<boolean> {
   const root = resolve(webRoot);
+  /** The root with its own links resolved (once it exists). */
+  let realRoot: string | undefined;
   return async (req, res, pathname) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return false;
     let decoded: string;
@@ -56,6 +62,12 @@ export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: 
       const st = await stat(file);
       if (!st.isFile()) return false;
       size = st.size;
+      // A link inside the root may point anywhere: what is served is where it leads.
+      realRoot ??= await realpath(root);
+      if (!(await realpath(file)).startsWith(realRoot + sep)) {
+        sendError(res, new HttpError(404, 'not_found', 'not found'));
+        return true;
+      }
     } catch {
       return false;
     }
