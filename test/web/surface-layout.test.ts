@@ -107,7 +107,7 @@ describe.skipIf(!existsSync(CHROMIUM))('web: surface layout under the page CSP',
       page.evaluate(() => {
         const all: Element[] = [];
         const walk = (root: Document | ShadowRoot) => {
-          for (const e of root.querySelectorAll('*')) {
+          for (const e of Array.from(root.querySelectorAll('*'))) {
             all.push(e);
             if (e.shadowRoot) walk(e.shadowRoot);
           }
