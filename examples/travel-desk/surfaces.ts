@@ -22,6 +22,11 @@ export interface SurfaceFlight {
 const V = 'v0.9';
 const text = (id: string, t: string | { path: string }, variant?: string) => ({ id, component: 'Text', text: t, ...(variant ? { variant } : {}) });
 
+/** What a surface shows of a flight: its displayed fields only (the app's record also holds the audit-only supplierCost). */
+function shown(f: SurfaceFlight): SurfaceFlight {
+  return { id: f.id, from: f.from, to: f.to, departs: when(f.departs), price: f.price, currency: f.currency };
+}
+
 function createSurface(ctx: SurfaceContext) {
   return { version: V, createSurface: { surfaceId: ctx.surfaceId, catalogId: ctx.catalogId } };
 }
@@ -39,7 +44,7 @@ export function registerTravelDeskSurfaces(
     kind: 'flights',
     description: 'The flights a search found.',
     build(data, ctx) {
-      const flights = ((data as { flights?: SurfaceFlight[] }).flights ?? []).map((f) => ({ ...f, departs: when(f.departs) }));
+      const flights = ((data as { flights?: SurfaceFlight[] }).flights ?? []).map(shown);
       return [
         createSurface(ctx),
         {
@@ -74,7 +79,7 @@ export function registerTravelDeskSurfaces(
     build(data, ctx) {
       const req = data as { approvalId: string; args: { flightId: string; totalCost: number; passenger?: string }; reason?: string | null };
       const found = findFlight(ctx.sessionId, req.args.flightId);
-      const flight = found ? { ...found, departs: when(found.departs) } : { id: req.args.flightId, from: '', to: '', departs: '', price: req.args.totalCost, currency: 'EUR' };
+      const flight = found ? shown(found) : { id: req.args.flightId, from: '', to: '', departs: '', price: req.args.totalCost, currency: 'EUR' };
       const answer = (id: string, name: string, label: string, variant: string) => [
         { id, component: 'Button', child: `${id}-label`, variant, action: { event: { name, context: { approvalId: { path: '/approvalId' } } } } },
         text(`${id}-label`, label),

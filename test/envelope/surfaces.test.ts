@@ -224,8 +224,9 @@ describe('surfaces: the travel desk', () => {
     expect(labels).toEqual(expect.arrayContaining(['Book flight TS101?', 'Approve', 'Deny']));
     expect(booking[2].updateDataModel.value.flight).toMatchObject({ id: 'TS101', from: 'London', to: 'Corfu', price: 94 });
     expect([...desk.bookings.values()].map((b) => b.flightId)).toEqual(['TS101']);
-    // The flights surface carries no audit-only field.
+    // Neither surface carries the audit-only field (the booking surface reads the app's own flight record).
     expect(JSON.stringify(surfaces[0]!.part.data)).not.toContain('supplierCost');
+    expect(JSON.stringify(surfaces[1]!.part.data)).not.toContain('supplierCost');
   });
 
   it('surfaces:oracle — @a2ui/web_core accepts every surface the runtime emitted (schema, basic catalog, processor), surfaces of the settled envelope included', async () => {
