@@ -20,21 +20,13 @@ import { createSessionMachine, type SessionMachineInput } from '../src/machines/
 import { createRegistries } from '../src/create-registries.js';
 import { CANONICAL_TURN_STATES } from '../src/registries/index.js';
 import type { TurnStateRegistryApi } from '../src/registries/types.js';
-import { DEFAULT_LIMITS } from '../src/limits.js';
+import { DEFAULT_LIMITS, sessionMachineLimits } from '../src/limits.js';
 
 /** The repository root. */
 export const ROOT_URL = new URL('..', import.meta.url);
 
 /** The input a default runtime gives a session's machine (see SessionHost), for an actor named `assistant`. */
-export const REPRESENTATIVE_SESSION_INPUT: SessionMachineInput = {
-  entryActor: 'assistant',
-  maxHandoffs: DEFAULT_LIMITS.maxHandoffsPerTurn,
-  loop: {
-    maxModelCalls: DEFAULT_LIMITS.maxModelCallsPerTurn,
-    maxRespondRetries: DEFAULT_LIMITS.maxRespondRetries,
-    maxNudges: DEFAULT_LIMITS.maxFreeTextNudges,
-  },
-};
+export const REPRESENTATIVE_SESSION_INPUT: SessionMachineInput = { entryActor: 'assistant', ...sessionMachineLimits(DEFAULT_LIMITS) };
 
 /** The consumer states of the example export: one terminal, one holding the actor. */
 export const EXAMPLE_CONSUMER_STATES = [

@@ -6,7 +6,7 @@
 
 // The runtime.
 export { createRuntime } from './runtime.js';
-export { DEFAULT_LIMITS } from './limits.js';
+export { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
 export type { TurnstateRuntime } from './runtime.js';
 export type {
   CreateSessionOptions,
@@ -171,7 +171,7 @@ export type { SurfaceSource } from './envelope/surfaces.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';
-export type { ReplayOptions, ReplayResult, SessionPath, TurnPath, PathStep, PathDiff, Divergence } from './replay/index.js';
+export type { ReplayOptions, ReplayResult, ReplayReasoningTraces, SessionPath, TurnPath, PathStep, PathDiff, Divergence } from './replay/index.js';
 
 // Models and stores that need no optional dependency.
 export { createScriptedModel } from './models/scripted.js';

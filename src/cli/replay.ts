@@ -1,20 +1,24 @@
 /**
- * `turnstate replay <db> <session> [--script new.json] [--setup module] [--json]`: replay a
- * session recorded in a SQLite file and print its path and the diff.
+ * `turnstate replay <db> <session> [--script new.json] [--setup module] [--reasoning-traces mode]
+ * [--limits json] [--json]`: replay a session recorded in a SQLite file and print its path and the diff.
  *
  * Without `--script` the recorded model outputs and tool results are played back (nothing is
  * called); with it, the recorded user inputs run against the new ScriptedModel script.
  * `--setup` names a module whose `setup(registries)` export (or default export) registers the
  * application's part types, turn states, tools and actors; without it they are inferred from
- * the recording. Exit code: 0 identical, 1 diverged, 2 bad usage or an unreadable recording.
+ * the recording. `--reasoning-traces` and `--limits` give the runtime options the session was
+ * recorded with (the recording does not hold them). Exit code: 0 identical, 1 diverged, 2 bad
+ * usage or an unreadable recording.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ModelScript } from '../models/script.js';
 import type { Registries } from '../registries/types.js';
 import { formatDiff } from '../replay/diff.js';
 import { formatPath } from '../replay/path.js';
+import { checkLimits, checkReasoningTraces } from '../replay/options.js';
 import { replaySession, replayWithScript, type ReplayOptions, type ReplayResult } from '../replay/replay.js';
 import { createSqliteStore } from '../stores/sqlite.js';
 
@@ -27,7 +31,13 @@ Options:
   --script <file>   Run the recorded user inputs against this ScriptedModel script (JSON)
                     instead of playing back the recorded model outputs
   --setup <module>  Module exporting setup(registries) (or a default export) that registers
-                    the application's tools and actors (default: inferred from the recording)
+                    the application's tools and actors (default: inferred from the recording);
+                    a path is read from the working directory
+  --reasoning-traces <keep|redact|drop>
+                    The runtime's reasoningTraces when the session was recorded (default:
+                    inferred from the recording where it can say, else keep)
+  --limits <json>   The runtime's limits when the session was recorded, as JSON, such as
+                    '{"maxModelCallsPerTurn": 8}' (default: the runtime's defaults)
   --json            Print the result as JSON
   -h, --help        Show this help
 
@@ -38,15 +48,19 @@ interface Parsed {
   session: string;
   script?: string;
   setup?: string;
+  reasoningTraces?: string;
+  limits?: string;
   json: boolean;
 }
+
+const VALUED = { script: 'script', setup: 'setup', 'reasoning-traces': 'reasoningTraces', limits: 'limits' } as const;
 
 class ReplayUsageError extends Error {}
 
 function parse(argv: readonly string[]): Parsed | 'help' {
   const args = argv[0] === 'replay' ? argv.slice(1) : [...argv];
   const positional: string[] = [];
-  const opts: { script?: string; setup?: string; json: boolean } = { json: false };
+  const opts: { script?: string; setup?: string; reasoningTraces?: string; limits?: string; json: boolean } = { json: false };
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
     if (arg === '-h' || arg === '--help') return 'help';
@@ -60,10 +74,10 @@ function parse(argv: readonly string[]): Parsed | 'help' {
       opts.json = true;
       continue;
     }
-    if (name !== 'script' && name !== 'setup') throw new ReplayUsageError(`unknown option "--${name}" (options: --script, --setup, --json)`);
+    if (!Object.hasOwn(VALUED, name)) throw new ReplayUsageError(`unknown option "--${name}" (options: --script, --setup, --reasoning-traces, --limits, --json)`);
     const value = eq !== -1 ? arg.slice(eq + 1) : args[++i];
     if (value === undefined || value === '') throw new ReplayUsageError(`option "--${name}" needs a value`);
-    opts[name] = value;
+    opts[VALUED[name as keyof typeof VALUED]] = value;
   }
   if (positional.length !== 2) {
     throw new ReplayUsageError(positional.length < 2 ? 'replay needs <db> and <session>' : `unexpected argument "${positional[2]}"`);
@@ -87,9 +101,55 @@ function readScript(file: string): ModelScript {
   }
 }
 
+/** The runtime options given on the command line, checked (a bad one is a usage error naming it). */
+function runtimeOptions(parsed: Parsed): Pick<ReplayOptions, 'reasoningTraces' | 'limits'> {
+  const out: Pick<ReplayOptions, 'reasoningTraces' | 'limits'> = {};
+  try {
+    if (parsed.reasoningTraces !== undefined) out.reasoningTraces = checkReasoningTraces(parsed.reasoningTraces);
+  } catch (e) {
+    throw new ReplayUsageError(`--reasoning-traces must be ${(e as Error).message.replace(/^reasoningTraces must be /, '')}`);
+  }
+  if (parsed.limits !== undefined) {
+    let limits: unknown;
+    try {
+      limits = JSON.parse(parsed.limits);
+    } catch (e) {
+      throw new ReplayUsageError(`--limits must be a JSON object of runtime limits, such as '{"maxModelCallsPerTurn": 3}' (${(e as Error).message})`);
+    }
+    try {
+      out.limits = checkLimits(limits);
+    } catch (e) {
+      throw new ReplayUsageError(`--limits: ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
+/**
+ * The setup module's URL: a file (a relative path is read from the working directory), else a
+ * package resolved from the working directory (or, failing that, from turnstate's own place).
+ */
+async function setupUrl(spec: string): Promise<string> {
+  const path = resolve(process.cwd(), spec);
+  if (existsSync(path)) return pathToFileURL(path).href;
+  const looksLikeFile = isAbsolute(spec) || /^\.\.?([\\/]|$)/.test(spec) || spec.includes('\\') || /\.[cm]?[jt]s$/.test(spec);
+  if (looksLikeFile) throw new ReplayUsageError(`no setup module at ${path}`);
+  try {
+    return pathToFileURL(createRequire(join(process.cwd(), 'package.json')).resolve(spec)).href;
+  } catch {
+    try {
+      return import.meta.resolve(spec);
+    } catch (e) {
+      throw new ReplayUsageError(
+        `cannot load the setup module "${spec}" (resolved from ${process.cwd()}): no file at ${path} and no package of that name (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
+      );
+    }
+  }
+}
+
 async function loadSetup(spec: string): Promise<NonNullable<ReplayOptions['setup']>> {
-  const path = resolve(spec);
-  const mod = (await import(existsSync(path) ? pathToFileURL(path).href : spec)) as { setup?: unknown; default?: unknown };
+  const url = await setupUrl(spec);
+  const mod = (await import(url)) as { setup?: unknown; default?: unknown };
   const fn = mod.setup ?? mod.default;
   if (typeof fn !== 'function') throw new ReplayUsageError(`the setup module ${spec} exports neither setup(registries) nor a default function`);
   return fn as (r: Registries) => void | Promise<void>;
@@ -108,8 +168,22 @@ export async function runReplayCommand(argv: string[], out: (s: string) => void 
     out(`${REPLAY_USAGE}\n`);
     return 0;
   }
+  let runtime: Pick<ReplayOptions, 'reasoningTraces' | 'limits'>;
+  try {
+    runtime = runtimeOptions(parsed);
+  } catch (e) {
+    err(`turnstate replay: ${(e as Error).message}\n`);
+    return 2;
+  }
   if (!existsSync(parsed.db)) {
     err(`turnstate replay: no database file at ${parsed.db}\n`);
+    return 2;
+  }
+  if (statSync(parsed.db).isDirectory()) {
+    // `turnstate serve --data-dir <dir>` keeps its sessions in <dir>/turnstate.db.
+    const served = join(parsed.db, 'turnstate.db');
+    const hint = existsSync(served) && statSync(served).isFile() ? `; \`turnstate serve --data-dir\` writes ${served}: replay ${served}` : '';
+    err(`turnstate replay: ${parsed.db} is a directory, not a SQLite file${hint}\n`);
     return 2;
   }
   let result: ReplayResult;
@@ -122,7 +196,7 @@ export async function runReplayCommand(argv: string[], out: (s: string) => void 
     return 2;
   }
   try {
-    const options: ReplayOptions = parsed.setup ? { setup: await loadSetup(parsed.setup) } : {};
+    const options: ReplayOptions = { ...runtime, ...(parsed.setup ? { setup: await loadSetup(parsed.setup) } : {}) };
     result = parsed.script
       ? await replayWithScript(store, parsed.session, readScript(parsed.script), options)
       : await replaySession(store, parsed.session, options);
@@ -133,13 +207,31 @@ export async function runReplayCommand(argv: string[], out: (s: string) => void 
     store.close();
   }
   if (parsed.json) {
-    out(`${JSON.stringify({ sessionId: result.sessionId, identical: result.diff.identical, recorded: result.recorded, replayed: result.replayed, diff: result.diff, stoppedEarly: result.stoppedEarly ?? null, unmatchedCalls: result.unmatchedCalls }, null, 2)}\n`);
+    out(
+      `${JSON.stringify(
+        {
+          sessionId: result.sessionId,
+          identical: result.diff.identical,
+          recorded: result.recorded,
+          replayed: result.replayed,
+          diff: result.diff,
+          stoppedEarly: result.stoppedEarly ?? null,
+          unmatchedCalls: result.unmatchedCalls,
+          reasoningTraces: result.reasoningTraces,
+          notes: result.notes,
+        },
+        null,
+        2,
+      )}\n`,
+    );
   } else {
     out(`recorded ${formatPath(result.recorded)}\n`);
     if (!result.diff.identical) out(`\nreplayed ${formatPath(result.replayed)}\n`);
     out(`\n${formatDiff(result.diff)}\n`);
     if (result.stoppedEarly) out(`stopped early: ${result.stoppedEarly}\n`);
     if (result.unmatchedCalls.length) out(`tool calls with no recorded result: ${result.unmatchedCalls.map((c) => `${c.tool} (${c.turnId})`).join(', ')}\n`);
+    // What the replay could not know from the recording: it may explain the divergence.
+    if (!result.diff.identical) for (const n of result.notes) out(`note: ${n}\n`);
   }
   return result.diff.identical ? 0 : 1;
 }

@@ -8,3 +8,4 @@ export { diffSessions, formatDiff, type Divergence, type DivergenceField, type P
 export { replaySession, replayWithScript, type ReplayOptions, type ReplayResult } from './replay.js';
 export { createRecordedModel, readRecording, ReplayError, type RecordedModel, type Recording } from './recording.js';
 export { inferSetup } from './infer.js';
+export { inferReasoningTraces, WITHHELD_THINKING, type ReplayReasoningTraces } from './options.js';

@@ -1,7 +1,10 @@
 /**
  * Registrations inferred from a recording, for replaying a session without the application's
  * bootstrap code (the `turnstate replay` command without `--setup`):
- * - actors: every actor the log names, with the tools they called and the hand-offs they made;
+ * - actors: every actor the log names, with the tools they called and the hand-offs they made,
+ *   and spec 003 compatibility (`compat`) for an actor whose model called respond_to_user or
+ *   mark_work_complete where no tool of that name ran (`deliverDrafts` when a respond_to_user
+ *   call published a part);
  * - tools: every server tool called, with the scope and routing the log recorded, an open
  *   input schema, and an approval policy that repeats each recorded call's policy verdict
  *   (ask, deny with its reason, or approve);
@@ -12,13 +15,14 @@
  * Calls the recording rejected before dispatch (unknown tool, invalid arguments) replay
  * differently when the open schema accepts them; replaying with the real setup avoids that.
  */
-import type { ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition, TurnStateMeta } from '../registries/types.js';
-import type { Recording } from './recording.js';
+import type { ActorDefinition, ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition, TurnStateMeta } from '../registries/types.js';
+import { MARK_WORK_COMPLETE_TOOL, RESPOND_TO_USER_TOOL } from '../respond/compat.js';
+import { injectionEntries, type Recording } from './recording.js';
 
 const argsKey = (turnId: string, tool: string, args: unknown) => `${turnId}\u0000${tool}\u0000${JSON.stringify(args ?? null)}`;
 
 export function inferSetup(rec: Recording): (registries: Registries) => void {
-  const actors = new Map<string, { tools: Set<string>; handoffs: Set<string> }>();
+  const actors = new Map<string, { tools: Set<string>; handoffs: Set<string>; compat?: { deliverDrafts: boolean } }>();
   const actor = (name: string) => {
     let a = actors.get(name);
     if (!a) actors.set(name, (a = { tools: new Set(), handoffs: new Set() }));
@@ -41,6 +45,8 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
   const handsOff = new Set<string>();
   const called = new Map<string, { turnId: string; tool: string; args: unknown }>();
   const resulted = new Map<string, { isError: boolean; view: unknown; denial?: { reason?: string } }>();
+  /** Call ids that published parts (a delivered respond_to_user draft is one). */
+  const published = new Set<string>();
   for (const e of rec.events) {
     switch (e.type) {
       case 'turn.started':
@@ -69,6 +75,7 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
         break;
       case 'part.received':
         partTypes.set(e.part.metadata.partType, e.part.data !== undefined);
+        published.add(e.callId);
         break;
       case 'envelope.settled':
         enveloped.add(e.turnId);
@@ -101,6 +108,14 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
     if (m.kind !== 'assistant') continue;
     for (const b of m.content) {
       if (b.type !== 'tool_use') continue;
+      if ((b.name === RESPOND_TO_USER_TOOL || b.name === MARK_WORK_COMPLETE_TOOL) && !tools.has(b.name) && !resulted.get(b.id)?.denial) {
+        // Spec 003 compatibility: the runtime answered the call itself (no tool of that name
+        // ran). Drafts were delivered when a respond_to_user call published its part.
+        const a = actor(m.actor);
+        const drafts = b.name === RESPOND_TO_USER_TOOL && published.has(b.id);
+        a.compat = { deliverDrafts: (a.compat?.deliverDrafts ?? false) || drafts };
+        continue;
+      }
       const res = resulted.get(b.id);
       if (!tools.has(b.name)) {
         // A tool whose only call was denied by its policy never ran (no tool.called): its denial names it.
@@ -180,23 +195,14 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
     }
     for (const [name, a] of actors) {
       if (registries.actors.has(name)) continue;
-      registries.actors.register({ name, tools: [...a.tools], handoffs: [...a.handoffs] });
+      const def: ActorDefinition = { name, tools: [...a.tools], handoffs: [...a.handoffs] };
+      if (a.compat) def.compat = a.compat.deliverDrafts ? { mode: 'respond_to_user', deliverDrafts: true } : 'respond_to_user';
+      registries.actors.register(def);
     }
   };
 }
 
 /** The kinds of a turn's injections (`[<kind>] <json>` user entries after its input), in order. */
 function injectionsOf(rec: Recording, turnId: string): string[] {
-  const kinds: string[] = [];
-  let input = true;
-  for (const m of rec.mailbox) {
-    if (m.kind !== 'user' || m.turnId !== turnId) continue;
-    if (input) {
-      input = false;
-      continue;
-    }
-    const kind = /^\[([a-z][a-z0-9-]*)\] /.exec(m.text)?.[1];
-    if (kind !== undefined) kinds.push(kind);
-  }
-  return kinds;
+  return injectionEntries(rec, turnId).flatMap((m) => /^\[([a-z][a-z0-9-]*)\] /.exec(m.text)?.[1] ?? []);
 }

@@ -22,6 +22,18 @@ export class ReplayError extends TurnstateError {
   }
 }
 
+/** A turn's injections: its user entries after its input (the first one, whatever its text), in order. */
+export function injectionEntries(rec: Recording, turnId: string): Extract<MailboxEntry, { kind: 'user' }>[] {
+  const out: Extract<MailboxEntry, { kind: 'user' }>[] = [];
+  let input = true;
+  for (const m of rec.mailbox) {
+    if (m.kind !== 'user' || m.turnId !== turnId) continue;
+    if (input) input = false;
+    else out.push(m);
+  }
+  return out;
+}
+
 /** Everything the store holds about one session. */
 export async function readRecording(store: SessionStore, sessionId: string): Promise<Recording> {
   const record = await store.getSession(sessionId);

@@ -14,6 +14,7 @@
  * sessions can be read side by side.
  */
 import type { RuntimeLimits } from '../api.js';
+import type { ReasoningTraces } from '../envelope/reasoning.js';
 import { createIdSource } from '../host/clock.js';
 import type { ModelPort, SessionHandle, SessionStore } from '../api.js';
 import { createScriptedModel } from '../models/scripted.js';
@@ -28,7 +29,8 @@ import { inferSetup } from './infer.js';
 import { recordedArtifacts } from './artifacts.js';
 import { registerRecordedSurfaces } from './surfaces.js';
 import { extractPath, type SessionPath } from './path.js';
-import { createRecordedModel, readRecording, type Recording } from './recording.js';
+import { createRecordedModel, injectionEntries, readRecording, type Recording } from './recording.js';
+import { checkLimits, checkReasoningTraces, reasoningTracesFor, replayNotes, withholdThinking, type ReplayReasoningTraces } from './options.js';
 
 export interface ReplayOptions {
   /**
@@ -40,7 +42,17 @@ export interface ReplayOptions {
   setup?: (registries: Registries) => void | Promise<void>;
   /** The model of the re-run. Default: the recorded model outputs (nothing is called). */
   model?: ModelPort;
+  /**
+   * The runtime limits the session was recorded with (a recording does not hold them; the
+   * default is DEFAULT_LIMITS). A turn that ran out of a budget replays the same only with them.
+   */
   limits?: Partial<RuntimeLimits>;
+  /**
+   * The `reasoningTraces` the session was recorded with. Default: inferred from the recording
+   * (redacted reasoning-trace parts: 'redact'; thinking but no reasoning-trace part: 'drop'),
+   * else 'keep'. Whatever the mode, the paths never show thinking text the recording withheld.
+   */
+  reasoningTraces?: ReasoningTraces;
   /**
    * How tool results and approval decisions are matched to the re-run's calls: 'callId' (the
    * default with recorded model outputs, whose tool_use ids are the recorded ones) or
@@ -62,6 +74,13 @@ export interface ReplayResult {
   unmatchedCalls: { turnId: string; tool: string; callId: string }[];
   /** Set when the re-run stopped before the recording's last turn, and why. */
   stoppedEarly?: string;
+  /** The reasoningTraces mode of the re-run, and whether it was given or inferred. */
+  reasoningTraces: ReplayReasoningTraces;
+  /**
+   * What the replay could not know from the recording and may explain a divergence: an
+   * inferred reasoningTraces mode, a turn that ran out of a budget when no limits were given.
+   */
+  notes: string[];
   /** The re-run's event log and mailbox (the session has the recorded id). */
   events: SessionEvent[];
   mailbox: MailboxEntry[];
@@ -162,7 +181,10 @@ function recordedIds(rec: Recording): (prefix: string) => string {
 
 /** Re-run a recorded session (see the module comment). */
 export async function replaySession(store: SessionStore, sessionId: string, options: ReplayOptions = {}): Promise<ReplayResult> {
+  const limits = options.limits === undefined ? undefined : checkLimits(options.limits);
+  if (options.reasoningTraces !== undefined) checkReasoningTraces(options.reasoningTraces);
   const rec = await readRecording(store, sessionId);
+  const reasoningTraces = reasoningTracesFor(rec, options.reasoningTraces);
   const match = options.match ?? (options.model ? 'content' : 'callId');
   const recordedModel = options.model ? undefined : createRecordedModel(rec);
   const results = recordedResults(rec, match);
@@ -177,7 +199,8 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
     artifacts: recordedArtifacts(rec),
     registries,
     newId: recordedIds(rec),
-    ...(options.limits ? { limits: options.limits } : {}),
+    reasoningTraces: reasoningTraces.mode,
+    ...(limits ? { limits } : {}),
   });
   let stoppedEarly: string | undefined;
   let events: SessionEvent[];
@@ -190,7 +213,8 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
     await rt.close();
   }
   const recorded = extractPath(sessionId, rec.events, rec.mailbox);
-  const replayed = extractPath(sessionId, events, mailbox);
+  // Thinking the recording withheld stays withheld, whatever mode the re-run used.
+  const replayed = withholdThinking(rec, extractPath(sessionId, events, mailbox));
   const result: ReplayResult = {
     sessionId,
     recorded,
@@ -199,6 +223,8 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
     recordedModelCalls: recordedModel?.calls ?? 0,
     servedResults: results.served,
     unmatchedCalls: results.unmatched,
+    reasoningTraces,
+    notes: replayNotes(rec, reasoningTraces, limits !== undefined),
     events,
     mailbox,
   };
@@ -317,14 +343,7 @@ function findApproval(rec: Recording, pending: ApprovalRecord, turnId: string, m
 
 function findInjection(rec: Recording, turnId: string, resumeOn: string, used: Set<MailboxEntry>): { entry: MailboxEntry; payload: unknown } | undefined {
   const prefix = `[${resumeOn}] `;
-  let input = true;
-  for (const m of rec.mailbox) {
-    if (m.kind !== 'user' || m.turnId !== turnId) continue;
-    // The turn's first user entry is its input, whatever its text looks like.
-    if (input) {
-      input = false;
-      continue;
-    }
+  for (const m of injectionEntries(rec, turnId)) {
     if (used.has(m) || !m.text.startsWith(prefix)) continue;
     try {
       return { entry: m, payload: JSON.parse(m.text.slice(prefix.length)) as unknown };

@@ -2,13 +2,13 @@
  * `turnstate replay <db> <session> [--script new.json] [--setup module] [--json]`: prints the
  * path and the diff; exit code 0 identical, 1 diverged, 2 bad usage.
  */
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runReplayCommand } from '../../src/cli/replay.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
-import { respond, TRAVEL_SCRIPT, travelRuntime } from './fixtures.js';
+import { recordBudget, recordThinking, respond, THINKING, TRAVEL_SCRIPT, travelRuntime } from './fixtures.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'turnstate-replay-cli-'));
 const db = join(dir, 'app.db');
@@ -21,6 +21,15 @@ beforeAll(async () => {
   await (await s.send('flights to Corfu')).settled;
   await rt.close();
 });
+
+/** The travel app's registrations as a setup module. */
+const TRAVEL_SETUP_MODULE = `export function setup(r) {
+  const handler = () => { throw new Error('never called in replay'); };
+  r.tools.register({ name: 'search', description: 'Search', inputSchema: { type: 'object' }, scope: 'generalist', handler });
+  r.tools.register({ name: 'fare_rules', description: 'Rules', inputSchema: { type: 'object' }, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'inline lookup in the actor' }, justification: 'fare rules are private to flights', handler });
+  r.actors.register({ name: 'front', handoffs: ['flights'] });
+  r.actors.register({ name: 'flights', tools: ['search', 'fare_rules'] });
+}\n`;
 
 async function run(argv: string[]) {
   let stdout = '';
@@ -54,16 +63,7 @@ describe('turnstate replay', () => {
 
   it('replay:cli:setup-json — --setup loads the application registrations; --json prints the result as data', async () => {
     const setup = join(dir, 'setup.mjs');
-    writeFileSync(
-      setup,
-      `export function setup(r) {
-        const handler = () => { throw new Error('never called in replay'); };
-        r.tools.register({ name: 'search', description: 'Search', inputSchema: { type: 'object' }, scope: 'generalist', handler });
-        r.tools.register({ name: 'fare_rules', description: 'Rules', inputSchema: { type: 'object' }, scope: 'specialist', routing: 'bypass', bypassRouting: { reason: 'inline lookup in the actor' }, justification: 'fare rules are private to flights', handler });
-        r.actors.register({ name: 'front', handoffs: ['flights'] });
-        r.actors.register({ name: 'flights', tools: ['search', 'fare_rules'] });
-      }\n`,
-    );
+    writeFileSync(setup, TRAVEL_SETUP_MODULE);
     const r = await run([db, 'trip', '--setup', setup, '--json']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
@@ -107,6 +107,73 @@ describe('turnstate replay', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/is not a ModelScript/);
     expect((await run(['--help'])).stdout).toContain('Usage: turnstate replay');
+  });
+});
+
+describe('turnstate replay: runtime options and paths', () => {
+  it('replay:cli:runtime-options — --reasoning-traces and --limits give the recorded runtime options; bad values exit 2 naming them; withheld thinking is never printed', async () => {
+    const redacted = join(dir, 'redact.db');
+    (await recordThinking('r1', 'redact', redacted)).close();
+    expect((await run([redacted, 'r1', '--reasoning-traces', 'redact'])).code).toBe(0);
+    expect((await run([redacted, 'r1'])).code).toBe(0);
+    for (const argv of [[redacted, 'r1', '--reasoning-traces=keep'], [redacted, 'r1', '--reasoning-traces', 'keep', '--json']]) {
+      const r = await run(argv);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain('[thinking the recording withheld]');
+      expect(r.stdout).not.toContain(THINKING);
+    }
+    const dropped = join(dir, 'drop.db');
+    (await recordThinking('r1', 'drop', dropped)).close();
+    const keep = await run([dropped, 'r1', '--reasoning-traces', 'keep']);
+    expect(keep.code).toBe(1);
+    expect(keep.stdout).not.toContain(THINKING);
+    expect((await run([dropped, 'r1'])).code).toBe(0);
+
+    const budget = join(dir, 'budget.db');
+    (await recordBudget('b1', budget)).close();
+    const blind = await run([budget, 'b1']);
+    expect(blind.code).toBe(1);
+    expect(blind.stdout).toMatch(/note: turn 0 \(turn_[^)]+\) settled on "turn\.model_call_budget".*--limits/);
+    expect((await run([budget, 'b1', '--limits', '{"maxModelCallsPerTurn": 3}'])).code).toBe(0);
+
+    const bad = async (argv: string[], message: RegExp) => {
+      const r = await run([budget, 'b1', ...argv]);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(message);
+    };
+    await bad(['--reasoning-traces', 'hide'], /--reasoning-traces must be "keep", "redact" or "drop", not "hide"/);
+    await bad(['--limits', 'maxModelCallsPerTurn=3'], /--limits must be a JSON object of runtime limits, such as '\{"maxModelCallsPerTurn": 3\}' \(Unexpected token/);
+    await bad(['--limits', '[3]'], /limits must be an object of runtime limits/);
+    await bad(['--limits', '{"maxCalls": 3}'], /limits\.maxCalls is not a runtime limit \(limits: maxModelCallsPerTurn, /);
+    await bad(['--limits', '{"maxModelCallsPerTurn": 2.5}'], /limits\.maxModelCallsPerTurn must be a whole number of at least 0, not 2\.5/);
+  });
+
+  it('replay:cli:paths — a directory is named as one (with its turnstate.db when it holds one); a relative --setup is read from the working directory, and a missing one is named by its absolute path', async () => {
+    const data = join(dir, 'data');
+    mkdirSync(data);
+    const empty = await run([data, 'trip']);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toBe(`turnstate replay: ${data} is a directory, not a SQLite file\n`);
+    copyFileSync(db, join(data, 'turnstate.db'));
+    const served = await run([data, 'trip']);
+    expect(served.code).toBe(2);
+    expect(served.stderr).toBe(`turnstate replay: ${data} is a directory, not a SQLite file; \`turnstate serve --data-dir\` writes ${join(data, 'turnstate.db')}: replay ${join(data, 'turnstate.db')}\n`);
+    expect((await run([join(data, 'turnstate.db'), 'trip'])).code).toBe(0);
+
+    // --setup relative to the working directory (not to the package).
+    const setup = join(dir, 'rel-setup.mjs');
+    writeFileSync(setup, TRAVEL_SETUP_MODULE);
+    const rel = relative(process.cwd(), setup);
+    expect(rel.startsWith('..') || rel.startsWith('/')).toBe(true);
+    const ok = await run([db, 'trip', '--setup', rel]);
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    const dotted = await run([db, 'trip', '--setup', './nope.mjs']);
+    expect(dotted.code).toBe(2);
+    expect(dotted.stderr).toBe(`turnstate replay: no setup module at ${join(process.cwd(), 'nope.mjs')}\n`);
+    const noModule = await run([db, 'trip', '--setup', 'no-such-package-xyz']);
+    expect(noModule.code).toBe(2);
+    expect(noModule.stderr).toMatch(/^turnstate replay: cannot load the setup module "no-such-package-xyz" \(resolved from /);
   });
 });
 

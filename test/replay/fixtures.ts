@@ -4,6 +4,8 @@ import { createScriptedModel } from '../../src/models/scripted.js';
 import type { ModelScript } from '../../src/models/script.js';
 import type { Registries } from '../../src/registries/types.js';
 import type { SessionStore } from '../../src/machines/ports.js';
+import { createSqliteStore } from '../../src/stores/sqlite.js';
+import { expect } from 'vitest';
 
 export const respond = (parts: { text?: string; data?: Record<string, unknown>; partType: string }[], turnState: string, passTo?: string) => ({
   type: 'tool_use' as const,
@@ -94,4 +96,43 @@ export function travelRuntime(store: SessionStore, script: ModelScript = TRAVEL_
   const rt = createRuntime({ model: createScriptedModel(script), store });
   travelSetup(rt.registries);
   return rt;
+}
+
+export const THINKING = 'The user wants the weather; internal notes nobody else may read.';
+
+const answer = {
+  type: 'tool_use' as const,
+  name: 'respond',
+  input: { parts: [{ text: 'Sunny.', metadata: { partType: 'response' } }], turnState: 'complete' },
+};
+
+/** One turn whose model thinks before it answers, recorded under `reasoningTraces` in the SQLite file `path` (returned open read-only). */
+export async function recordThinking(id: string, reasoningTraces: 'keep' | 'redact' | 'drop', path: string) {
+  const rt = createRuntime({
+    reasoningTraces,
+    store: createSqliteStore({ path }),
+    model: createScriptedModel({ rules: [{ respond: { blocks: [{ type: 'thinking', thinking: THINKING, signature: 'sig' }, answer] } }] }),
+  });
+  rt.registries.actors.register({ name: 'a', tools: [] });
+  const s = await rt.createSession({ id, actor: 'a' });
+  expect((await (await s.send('weather?')).settled).finalizedBy).toBe('complete');
+  await rt.close();
+  return createSqliteStore({ path, readonly: true });
+}
+
+/** One turn that runs out of model calls under `maxModelCallsPerTurn: 3` (the tool is called forever), in the SQLite file `path` (returned open read-only). */
+export async function recordBudget(id: string, path: string) {
+  const rt = createRuntime({
+    store: createSqliteStore({ path }),
+    limits: { maxModelCallsPerTurn: 3 },
+    model: createScriptedModel({ rules: [{ respond: { blocks: [{ type: 'tool_use', name: 'lookup', input: { q: 'x' } }] } }] }),
+  });
+  rt.registries.tools.register({ name: 'lookup', description: 'Look up', inputSchema: { type: 'object' }, scope: 'generalist', handler: () => ({ ok: 1 }) });
+  rt.registries.actors.register({ name: 'a', tools: ['lookup'] });
+  const s = await rt.createSession({ id, actor: 'a' });
+  const out = await (await s.send('go')).settled;
+  expect(out.finalizedBy).toBe('error');
+  expect(out.error?.code).toBe('turn.model_call_budget');
+  await rt.close();
+  return createSqliteStore({ path, readonly: true });
 }

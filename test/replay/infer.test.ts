@@ -142,3 +142,43 @@ it('replay:exact:consumer-hold — a recording from before turnState.changed nam
   const r = await replaySession(cut, 'two-holds-legacy', { setup: twoHolds.setup });
   expect(r.stoppedEarly).toMatch(/stopped in "awaiting-payment" and the recording holds no "payment-confirmed" injection to resume it/);
 });
+
+const compatCall = (name: 'respond_to_user' | 'mark_work_complete', input: Record<string, string>) => ({ type: 'tool_use' as const, name, input });
+
+it('replay:exact:inferred-compat — a spec-003 compatibility actor (respond_to_user, mark_work_complete) is inferred from its recorded calls and replays identically without the application\'s setup', async () => {
+  await recordAndReplay(
+    'compat',
+    (reg) => {
+      reg.actors.register({ name: 'voice', compat: 'respond_to_user' });
+    },
+    {
+      rules: [
+        { when: { call: 0 }, respond: { blocks: [compatCall('respond_to_user', { text: 'It is sunny.' })] } },
+        { when: { call: 1 }, respond: { blocks: [compatCall('mark_work_complete', { summary: 'Answered.' })] } },
+      ],
+    },
+    'voice',
+    'weather?',
+    'complete',
+  );
+});
+
+it('replay:exact:inferred-compat — with deliverDrafts (each respond_to_user delivered as it is made, as the log shows) and an application tool beside it', async () => {
+  await recordAndReplay(
+    'compat-drafts',
+    (reg) => {
+      reg.tools.register({ name: 'forecast', description: 'Forecast', inputSchema: { type: 'object' }, scope: 'generalist', handler: () => ({ sky: 'clear' }) });
+      reg.actors.register({ name: 'voice', tools: ['forecast'], compat: { mode: 'respond_to_user', deliverDrafts: true } });
+    },
+    {
+      rules: [
+        { when: { call: 0 }, respond: { blocks: [compatCall('respond_to_user', { text: 'Checking.' }), { type: 'tool_use', name: 'forecast', input: {} }] } },
+        { when: { call: 1 }, respond: { blocks: [compatCall('respond_to_user', { text: 'Clear skies.' })] } },
+        { when: { call: 2 }, respond: { blocks: [compatCall('mark_work_complete', { summary: 'Forecast given.' })] } },
+      ],
+    },
+    'voice',
+    'weather?',
+    'complete',
+  );
+});
