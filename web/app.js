@@ -5,10 +5,18 @@
 // so no part is lost or shown twice.
 // A2UI surfaces (a2ui-surface parts) render with @a2ui/lit from the bundle `npm run build:web`
 // makes (dist/surfaces.js); a click goes back over the same WebSocket as an `action` frame.
+// Nothing typed is lost: the message box keeps a message until the server says it accepted it
+// (its `sent` reply, matched by ref), and stays usable while the connection is re-established.
 
 const SESSION_KEY = 'turnstate.demo.session';
 const TOKEN_KEY = 'turnstate.demo.token';
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
+/** The server's default `maxFrameBytes` (docs/transports/websocket.md): a larger frame is refused. */
+const MAX_FRAME_BYTES = 64 * 1024;
+/** An approval answer with no reply in this time is taken as lost: its buttons work again. */
+const ANSWER_TIMEOUT_MS = 10_000;
+/** Upgrades refused in a row before the page says it cannot connect (it keeps trying). */
+const FAILED_OPENS_NOTICE = 3;
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -27,6 +35,12 @@ const els = {
 const params = new URLSearchParams(location.search);
 const token = params.get('token') ?? sessionStorage.getItem(TOKEN_KEY) ?? '';
 if (token) sessionStorage.setItem(TOKEN_KEY, token);
+if (params.has('token')) {
+  // The key is kept for this tab only: take it out of the address bar (and so out of history and bookmarks).
+  params.delete('token');
+  const query = params.toString();
+  history.replaceState(history.state, '', `${location.pathname}${query ? `?${query}` : ''}${location.hash}`);
+}
 
 const state = {
   sessionId: '',
@@ -35,6 +49,23 @@ const state = {
   subscribed: false,
   attempt: 0,
   reconnectTimer: 0,
+  /** Connections opened so far (answers remember the one they were sent on); upgrades refused in a row. */
+  connection: 0,
+  failedOpens: 0,
+  /** Set when reconnecting cannot help (a refused key, a deleted session): the page stops trying. */
+  stopped: false,
+  /** The seq the current subscription's replay reaches (answers lost with a connection are released there). */
+  catchUpSeq: 0,
+  /** The message sent and not yet confirmed ({ ref, text }); the box keeps it until its `sent` reply. */
+  pendingSend: null,
+  sendCount: 0,
+  /** A message whose connection dropped before its reply: cleared from the box if its turn shows up. */
+  unconfirmedText: '',
+  /** Approval answers on their way: approvalId → { connection, timer }. */
+  answering: new Map(),
+  /** Approvals this page's answer was accepted for, and approvals resolved by anyone. */
+  answeredHere: new Set(),
+  resolved: new Set(),
   parts: new Map(),
   approvals: new Map(),
   /** Approval cards and surfaces by the tool call they are about (a surface may carry the buttons). */
@@ -59,21 +90,32 @@ const surfaces = import('./dist/surfaces.js')
     return null;
   });
 
-/** A click on a surface: the server decides what it means (an approval answer or a message). */
+/**
+ * A click on a surface: the server decides what it means (an approval answer or a message).
+ * An approve/deny with a context approvalId answers that approval (the server's rule,
+ * surfaces:action:route), so it goes the way of the card's own buttons: once per approval.
+ */
 function onSurfaceAction(action) {
   const { name, surfaceId, sourceComponentId, context, timestamp } = action;
-  const frame = { type: 'action', sessionId: state.sessionId, action: { name, surfaceId, sourceComponentId, context: context ?? {} }, ref: `action:${surfaceId}` };
+  const frame = { type: 'action', sessionId: state.sessionId, action: { name, surfaceId, sourceComponentId, context: context ?? {} } };
   if (typeof timestamp === 'string') frame.action.timestamp = timestamp;
+  if ((name === 'approve' || name === 'deny') && typeof context?.approvalId === 'string') {
+    answerApproval(context.approvalId, frame);
+    return;
+  }
+  frame.ref = `action:${surfaceId}`;
   if (!send(frame)) showError('Not connected: try again in a moment.');
 }
 
-/** Mounts a surface part into `body` once the renderer is loaded (parts keep their order). */
+/**
+ * Mounts a surface part into `body` once the renderer is loaded (parts keep their order). Only
+ * a rendered surface carries an approval's buttons: without the renderer (or when it refuses the
+ * messages) the part shows the surface's data and the approval card keeps its own buttons.
+ */
 function renderSurface(body, part) {
   const callId = part.metadata.callId;
-  if (callId) {
-    state.surfacesByCall.set(callId, body.closest('li'));
-    state.cardsByCall.get(callId)?.classList.add('has-surface');
-  }
+  const li = body.closest('li');
+  if (callId) state.surfacesByCall.set(callId, li);
   surfaces.then((renderer) => {
     let elements = null;
     if (renderer) {
@@ -83,10 +125,36 @@ function renderSurface(body, part) {
         console.warn(`surface ${part.metadata.surfaceId ?? ''} not rendered: ${e.message}`);
       }
     }
-    body.replaceChildren(...(elements && elements.length ? elements : [renderData(part.data)]));
-    if (elements && elements.length) body.closest('li')?.classList.add('surface');
+    if (elements && elements.length) {
+      body.replaceChildren(...elements);
+      li?.classList.add('surface');
+      if (callId) state.cardsByCall.get(callId)?.classList.add('has-surface');
+    } else {
+      body.replaceChildren(renderSurfaceData(part.data.messages));
+      li?.classList.add('surface-data');
+    }
     scrollDown();
   });
+}
+
+/** A surface without its renderer: the values of its updateDataModel messages, as data. */
+function renderSurfaceData(messages) {
+  const frag = document.createDocumentFragment();
+  for (const m of messages) {
+    const update = m?.updateDataModel;
+    if (!update || update.value === undefined) continue;
+    const path = typeof update.path === 'string' ? update.path : '/';
+    const name = path.split('/').filter(Boolean).at(-1);
+    const value = name === undefined ? update.value : { [name]: update.value };
+    if (value && typeof value === 'object' && !Array.isArray(value)) renderData(value, frag);
+    else renderData({ value }, frag);
+  }
+  if (!frag.childNodes.length) {
+    const p = document.createElement('p');
+    p.textContent = 'A view this page cannot show (its renderer is not loaded).';
+    frag.append(p);
+  }
+  return frag;
 }
 
 /* ---------------------------------------------------------------- HTTP (AAP) */
@@ -133,26 +201,82 @@ function wsUrl() {
 
 function connect() {
   clearTimeout(state.reconnectTimer);
+  if (state.stopped) return;
   setConn('connecting');
   const ws = new WebSocket(wsUrl(), 'turnstate.v1');
+  let opened = false;
   state.ws = ws;
+  state.connection++;
   ws.onopen = () => {
+    opened = true;
+    state.failedOpens = 0;
     send({ type: 'subscribe', sessionId: state.sessionId, resumeFrom: state.lastSeq });
   };
   ws.onmessage = (m) => {
     if (ws !== state.ws) return;
     onFrame(JSON.parse(m.data));
   };
-  ws.onclose = (e) => {
+  ws.onclose = async (e) => {
     if (ws !== state.ws) return;
     state.ws = null;
     state.subscribed = false;
     setComposer(false);
+    if (state.pendingSend) {
+      // The reply to the last message is lost with the connection: keep its text, and clear it
+      // only if the replay shows its turn.
+      state.unconfirmedText = state.pendingSend.text;
+      state.pendingSend = null;
+      if (e.code !== 1009) showError('The connection dropped before the server confirmed your message: it is kept in the box until its turn shows up here.');
+    }
+    if (e.code === 1009) {
+      showError('The server closed the connection because a message was too large; it was not sent. Shorten it and send again.');
+    }
     const delay = e.code === 4008 ? BACKOFF_MS[0] : BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
     state.attempt++;
     setConn('reconnecting', e.code === 4008 ? 'catching up' : `retry in ${Math.round(delay / 100) / 10}s`);
+    if (!opened) {
+      // The upgrade was refused or the server is unreachable: ask the HTTP side why (a WebSocket
+      // never shows the status of a refused upgrade). A refusal that reconnecting cannot cure stops it.
+      state.failedOpens++;
+      const refusal = await whyRefused();
+      if (state.ws !== null || state.stopped) return;
+      if (refusal) {
+        stop(refusal);
+        return;
+      }
+      if (state.failedOpens >= FAILED_OPENS_NOTICE) showError('The live connection to the server cannot be opened; still trying.', 'connection');
+    }
     state.reconnectTimer = setTimeout(connect, delay + Math.random() * 100);
   };
+}
+
+/** After a refused upgrade: the HTTP status of this page's session (401/403/404), or null when it is fine or unknown. */
+async function whyRefused() {
+  try {
+    await api('GET', `/sessions/${encodeURIComponent(state.sessionId)}`);
+    return null;
+  } catch (e) {
+    return e.status === 401 || e.status === 403 || e.status === 404 ? e : null;
+  }
+}
+
+/** Stops reconnecting and says why (a key the server refuses, a conversation that is gone). */
+function stop(refusal) {
+  state.stopped = true;
+  clearTimeout(state.reconnectTimer);
+  setConn('offline');
+  if (refusal.status === 404) {
+    sessionStorage.removeItem(SESSION_KEY);
+    showError('This conversation no longer exists. Start a new one.');
+  } else {
+    showError(authMessage());
+  }
+}
+
+function authMessage() {
+  return token
+    ? 'The server refused this page\'s API key: open the page with ?token=<a valid key>.'
+    : 'This server needs an API key: open the page with ?token=<key>.';
 }
 
 function send(frame) {
@@ -166,13 +290,32 @@ function onFrame(f) {
     case 'subscribed':
       state.subscribed = true;
       state.attempt = 0;
+      state.catchUpSeq = f.lastSeq ?? 0;
       setConn('live');
       setComposer(true);
+      hideError('connection');
+      caughtUp();
       break;
     case 'event':
       if (f.sessionId !== state.sessionId || f.seq <= state.lastSeq) return;
       state.lastSeq = f.seq;
       apply(f.event);
+      caughtUp();
+      break;
+    case 'sent':
+      if (state.pendingSend && f.ref === state.pendingSend.ref) {
+        // Accepted: now the box may forget it (unless it was edited meanwhile).
+        if (els.input.value.trim() === state.pendingSend.text) els.input.value = '';
+        state.pendingSend = null;
+      }
+      break;
+    case 'answered':
+      if (typeof f.ref === 'string' && f.ref.startsWith('answer:')) {
+        const id = f.ref.slice('answer:'.length);
+        clearTimeout(state.answering.get(id)?.timer);
+        state.answering.delete(id);
+        state.answeredHere.add(id);
+      }
       break;
     case 'error':
       onError(f);
@@ -183,21 +326,37 @@ function onFrame(f) {
       }
       break;
     default:
-      break; // sent, answered, pong, heartbeat
+      break; // pong, heartbeat
+  }
+}
+
+/**
+ * Once a new connection's replay has reached the seq its subscription started at, answers sent
+ * on an earlier connection that got no reply are lost (had one been accepted, the replay would
+ * have resolved its approval): their buttons work again.
+ */
+function caughtUp() {
+  if (!state.subscribed || state.lastSeq < state.catchUpSeq) return;
+  for (const [id, pending] of state.answering) {
+    if (pending.connection !== state.connection) releaseAnswer(id);
   }
 }
 
 function onError(f) {
   if (typeof f.ref === 'string' && f.ref.startsWith('answer:')) {
-    const card = state.approvals.get(f.ref.slice('answer:'.length));
-    if (card) setCardBusy(card, false);
+    const id = f.ref.slice('answer:'.length);
+    // A repeated answer after this page's own answer won changed nothing: that is no error.
+    if (f.code === 'approval.already_resolved' && state.answeredHere.has(id)) return;
+    releaseAnswer(id);
   }
+  const refusedSend = state.pendingSend && (f.ref === state.pendingSend.ref || (f.ref === undefined && f.code === 'frame.too_large'));
+  if (refusedSend) state.pendingSend = null;
   if (f.code === 'session.not_found') {
     sessionStorage.removeItem(SESSION_KEY);
     showError('This conversation no longer exists. Start a new one.');
     return;
   }
-  showError(f.message);
+  showError(refusedSend ? `Your message was not sent: ${f.message.replace(/\.$/, '')}. It is still in the box.` : f.message);
 }
 
 /* ---------------------------------------------------------------- rendering */
@@ -207,6 +366,12 @@ function apply(ev) {
     case 'turn.started':
       state.turnParts.clear();
       addItem('user', ev.input.text, { label: 'You' });
+      if (state.unconfirmedText && ev.input.text === state.unconfirmedText) {
+        // The message whose reply a dropped connection lost was accepted after all.
+        if (els.input.value.trim() === state.unconfirmedText) els.input.value = '';
+        state.unconfirmedText = '';
+        els.error.hidden = true;
+      }
       setTurn('working');
       setStatus('');
       break;
@@ -412,7 +577,7 @@ function addApproval(ev) {
   const card = els.approvalTemplate.content.firstElementChild.cloneNode(true);
   card.dataset.approvalId = ev.approvalId;
   state.cardsByCall.set(ev.callId, card);
-  if (state.surfacesByCall.has(ev.callId)) card.classList.add('has-surface');
+  if (state.surfacesByCall.get(ev.callId)?.classList.contains('surface')) card.classList.add('has-surface');
   card.querySelector('.tool').textContent = `${ev.actor} wants to run ${ev.tool}`;
   const dl = card.querySelector('.args');
   for (const [k, v] of Object.entries(ev.args ?? {})) {
@@ -422,20 +587,43 @@ function addApproval(ev) {
     dd.textContent = formatValue(v);
     dl.append(dt, dd);
   }
-  const answer = (approved) => {
-    setCardBusy(card, true);
-    const ok = send({ type: approved ? 'approve' : 'deny', approvalId: ev.approvalId, sessionId: state.sessionId, ref: `answer:${ev.approvalId}` });
-    if (!ok) {
-      setCardBusy(card, false);
-      showError('Not connected: try again in a moment.');
-    }
-  };
+  const answer = (approved) => answerApproval(ev.approvalId, { type: approved ? 'approve' : 'deny', approvalId: ev.approvalId, sessionId: state.sessionId });
   card.querySelector('.approve').addEventListener('click', () => answer(true));
   card.querySelector('.deny').addEventListener('click', () => answer(false));
   state.approvals.set(ev.approvalId, card);
+  if (state.answering.has(ev.approvalId)) setCardBusy(card, true);
   els.transcript.append(card);
   demo.log.push({ key: `approval/${ev.approvalId}`, partType: 'approval-request', seq: state.lastSeq, at: performance.now() });
   scrollDown();
+}
+
+/**
+ * Sends one answer to an approval (`frame`: an approve/deny or a surface's action frame). Repeat
+ * clicks are ignored while it is on its way and after it was accepted; an answer with no reply
+ * (lost with a connection, or none within ANSWER_TIMEOUT_MS) frees the buttons again.
+ */
+function answerApproval(approvalId, frame) {
+  if (state.answering.has(approvalId) || state.answeredHere.has(approvalId) || state.resolved.has(approvalId)) return;
+  if (!send({ ...frame, ref: `answer:${approvalId}` })) {
+    showError('Not connected: try again in a moment.');
+    return;
+  }
+  const timer = setTimeout(() => {
+    if (!state.answering.has(approvalId)) return;
+    releaseAnswer(approvalId);
+    showError('The server did not confirm your answer: try again.');
+  }, ANSWER_TIMEOUT_MS);
+  state.answering.set(approvalId, { connection: state.connection, timer });
+  const card = state.approvals.get(approvalId);
+  if (card) setCardBusy(card, true);
+}
+
+/** The answer to `approvalId` is no longer on its way (refused or lost): the card's buttons work again. */
+function releaseAnswer(approvalId) {
+  clearTimeout(state.answering.get(approvalId)?.timer);
+  state.answering.delete(approvalId);
+  const card = state.approvals.get(approvalId);
+  if (card && !state.resolved.has(approvalId)) setCardBusy(card, false);
 }
 
 function setCardBusy(card, busy) {
@@ -443,6 +631,9 @@ function setCardBusy(card, busy) {
 }
 
 function resolveApproval(ev) {
+  state.resolved.add(ev.approvalId);
+  clearTimeout(state.answering.get(ev.approvalId)?.timer);
+  state.answering.delete(ev.approvalId);
   const card = state.approvals.get(ev.approvalId);
   if (!card) return;
   // The surface of this approval (with its own buttons) is answered too: it no longer takes clicks.
@@ -479,30 +670,52 @@ function setStatus(text) {
   els.status.textContent = text;
 }
 
+/**
+ * Only sending waits for a connection: once the page has been live the message box stays
+ * enabled (and focused, when it was) while the connection is re-established.
+ */
 function setComposer(enabled) {
-  els.input.disabled = !enabled;
+  if (enabled) els.input.disabled = false;
+  if (!enabled && document.activeElement === els.send) els.input.focus();
   els.send.disabled = !enabled;
 }
 
-function showError(message) {
+/** `kind` names an error a later event may take back (hideError). */
+function showError(message, kind = '') {
   els.error.textContent = message;
+  els.error.dataset.kind = kind;
   els.error.hidden = false;
+}
+
+function hideError(kind) {
+  if (els.error.dataset.kind === kind) els.error.hidden = true;
 }
 
 function scrollDown() {
   els.transcript.lastElementChild?.scrollIntoView({ block: 'end' });
 }
 
+const utf8 = new TextEncoder();
+
 els.form.addEventListener('submit', (e) => {
   e.preventDefault();
   const text = els.input.value.trim();
-  if (!text) return;
-  if (send({ type: 'send', sessionId: state.sessionId, text })) {
-    els.input.value = '';
-    els.error.hidden = true;
-  } else {
-    showError('Not connected: your message was not sent.');
+  if (!text || state.pendingSend) return;
+  const ref = `send:${++state.sendCount}`;
+  const frame = JSON.stringify({ type: 'send', sessionId: state.sessionId, text, ref });
+  const bytes = utf8.encode(frame).byteLength;
+  if (bytes > MAX_FRAME_BYTES) {
+    showError(`This message is too long to send: ${bytes.toLocaleString('en')} bytes, over the server's limit of ${MAX_FRAME_BYTES.toLocaleString('en')} bytes (64 KiB) a message. Shorten it and send again.`);
+    return;
   }
+  if (state.ws?.readyState !== WebSocket.OPEN || !state.subscribed) {
+    showError('Not connected: your message was not sent. Try again in a moment.');
+    return;
+  }
+  state.ws.send(frame);
+  state.pendingSend = { ref, text };
+  state.unconfirmedText = '';
+  els.error.hidden = true;
 });
 
 els.newSession.addEventListener('click', () => {
@@ -517,7 +730,7 @@ async function start() {
     connect();
   } catch (e) {
     setConn('offline');
-    showError(e.status === 401 || e.status === 403 ? 'This server needs an API key: open the page with ?token=<key>.' : e.message);
+    showError(e.status === 401 || e.status === 403 ? authMessage() : e.message);
   }
 }
 

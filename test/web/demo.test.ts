@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import type { ModelPort } from '../../src/machines/ports.js';
@@ -17,6 +17,7 @@ import { createRuntime } from '../../src/runtime.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
 import { startServer, type RunningServer } from '../../src/transports/server.js';
 import { createStreamsTransport } from '../../src/transports/streams/index.js';
+import type { Authenticate } from '../../src/transports/types.js';
 import type { Part, SessionEvent } from '../../src/types.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -251,6 +252,277 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
     await expect(page.locator('li.part-response').last().locator('.text').textContent()).resolves.toBe('A considered answer.');
     expect(await page.locator('#transcript').textContent()).not.toContain(hasty.slice(0, 12));
     await expectTranscriptMatchesLog();
+  }, 60_000);
+
+  /* ---------------------------------------------------------------- each in a tab (a session) of its own */
+
+  /** A new tab on `url` (a new session: sessionStorage is per tab), live; `setup` runs before it loads. */
+  async function openTab(setup?: (p: Page) => Promise<unknown>, url = server.url + '/'): Promise<Page> {
+    const p = await ctx.newPage();
+    await setup?.(p);
+    await p.goto(url);
+    await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+    return p;
+  }
+  const say = async (p: Page, text: string): Promise<void> => {
+    await p.getByLabel('Message').fill(text);
+    await p.keyboard.press('Enter');
+  };
+  /** Waits for the next turn of `p`'s session to settle (the previous one may also have ended "complete"). */
+  async function sayAndSettle(p: Page, text: string, finalizedBy = 'complete'): Promise<void> {
+    const id = await p.evaluate(() => document.body.dataset.sessionId ?? '');
+    const settled = async () => (await runtime.store.readEvents(id, 0)).filter((e) => e.type === 'turn.settled' || (e.type === 'turnState.changed' && e.to === 'suspended')).length;
+    const before = await settled();
+    await say(p, text);
+    await expect.poll(settled, { timeout: 20_000 }).toBeGreaterThan(before);
+    await p.locator(`#turn-state[data-state="${finalizedBy}"]`).waitFor({ timeout: 20_000 });
+  }
+  const shownError = (p: Page): Promise<string | null> => p.evaluate(() => (document.getElementById('error')!.hidden ? null : document.getElementById('error')!.textContent));
+  /** Passes the page's WebSocket through; `onClientFrame` may take a frame (return true) instead. */
+  async function relay(p: Page, onClientFrame: (f: Record<string, unknown>, ws: WebSocketRoute, server: WebSocketRoute) => boolean = () => false): Promise<void> {
+    await p.routeWebSocket(/\/ws/, (ws) => {
+      const upstream = ws.connectToServer();
+      ws.onMessage((m) => {
+        if (!onClientFrame(JSON.parse(String(m)) as Record<string, unknown>, ws, upstream)) upstream.send(m);
+      });
+    });
+  }
+
+  it('web:demo:no-bundle — "Without the bundle the page shows a surface\'s data as a table": the surfaces show their data model (not raw A2UI messages), and the approval card keeps visible Approve and Deny buttons that answer it', async () => {
+    const p = await openTab((t) => t.route('**/dist/surfaces.js', (r) => r.fulfill({ status: 404, body: 'not built' })));
+    try {
+      await sayAndSettle(p, 'find flights to Corfu');
+      // The flights surface as data: its updateDataModel value, a table of the flights.
+      const flightsView = p.locator('li.part-a2ui-surface').first();
+      await flightsView.locator('table caption', { hasText: 'flights' }).waitFor();
+      expect(await flightsView.locator('tbody tr td:first-child').allTextContents()).toEqual(['TS205', 'TS101']);
+      await sayAndSettle(p, 'book TS101', 'suspended');
+      const card = p.locator('li.approval');
+      const bookingView = p.locator('li.part-a2ui-surface').last();
+      await bookingView.getByText('TS101', { exact: true }).waitFor();
+      for (const raw of ['createSurface', 'updateComponents', 'updateDataModel', 'v0.9']) expect(await bookingView.textContent()).not.toContain(raw);
+      await expect(bookingView.locator('dd', { hasText: 'Corfu' }).count()).resolves.toBe(1);
+      // No renderer, so no surface buttons: the card's own are the ones to use.
+      await expect(card.getAttribute('class')).resolves.not.toContain('has-surface');
+      await expect(card.getByRole('button', { name: 'Approve' }).isVisible()).resolves.toBe(true);
+      await expect(card.getByRole('button', { name: 'Deny' }).isVisible()).resolves.toBe(true);
+      const booked = desk.bookings.size;
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+      await expect(card.locator('.resolution').textContent()).resolves.toMatch(/^Approved by /);
+      expect(desk.bookings.size).toBe(booked + 1);
+    } finally {
+      await p.close();
+    }
+  }, 90_000);
+
+  it('web:demo:long-message — "nothing typed is lost": a message over the 64 KiB frame limit stays in the box with the limit named and is not sent; a send the server refuses (session.queue_full) keeps its text; a 1009 close says the message was too large; the box is cleared only by the server\'s "sent" for that message', async () => {
+    const sends: Record<string, unknown>[] = [];
+    let refuseNext = false;
+    let closeNext = false;
+    const p = await openTab((t) =>
+      relay(t, (f, ws, upstream) => {
+        if (f.type !== 'send') return false;
+        sends.push(f);
+        if (refuseNext) {
+          refuseNext = false;
+          ws.send(JSON.stringify({ type: 'error', code: 'session.queue_full', message: 'the session already has 8 messages waiting', ref: f.ref }));
+          return true;
+        }
+        if (closeNext) {
+          closeNext = false;
+          void ws.close({ code: 1009, reason: 'too big' });
+          void upstream.close();
+          return true;
+        }
+        return false;
+      }),
+    );
+    try {
+      const box = p.getByLabel('Message');
+      for (const size of [70 * 1024, 1100 * 1024]) {
+        await box.fill('x'.repeat(size));
+        await p.getByRole('button', { name: 'Send' }).click();
+        await expect.poll(() => shownError(p)).toMatch(/too long.*65,536 bytes/);
+        expect((await box.inputValue()).length).toBe(size);
+        await expect(p.locator('#conn').getAttribute('data-state')).resolves.toBe('live');
+      }
+      expect(sends).toHaveLength(0);
+
+      // Refused by the server: the text stays.
+      refuseNext = true;
+      await box.fill('find flights to Corfu');
+      await p.keyboard.press('Enter');
+      await expect.poll(() => shownError(p)).toMatch(/not sent: the session already has 8 messages waiting/);
+      await expect(box.inputValue()).resolves.toBe('find flights to Corfu');
+
+      // Closed with 1009: said so, the text stays, and the page reconnects.
+      closeNext = true;
+      await p.keyboard.press('Enter');
+      await expect.poll(() => shownError(p)).toMatch(/too large/);
+      await expect(box.inputValue()).resolves.toBe('find flights to Corfu');
+      await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+      expect(await p.locator('#transcript li.user').count()).toBe(0);
+
+      // Accepted: the box is cleared and the message shows.
+      await p.keyboard.press('Enter');
+      await p.locator('#transcript li.user', { hasText: 'find flights to Corfu' }).waitFor({ timeout: 10_000 });
+      await expect.poll(() => box.inputValue()).toBe('');
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+      expect(sends).toHaveLength(3);
+    } finally {
+      await p.close();
+    }
+  }, 90_000);
+
+  describe('approval answers', () => {
+    let p: Page;
+    const answers: Record<string, unknown>[] = [];
+    let dropNextAnswer = false;
+    afterAll(async () => p?.close());
+
+    it('web:demo:double-click — "ignore repeat clicks once an answer was sent": a double-click on the surface\'s Approve sends one answer and shows no "already resolved" error', async () => {
+      p = await openTab((t) =>
+        relay(t, (f, ws, upstream) => {
+          const answer = f.type === 'approve' || f.type === 'deny' || (f.type === 'action' && ['approve', 'deny'].includes(String((f.action as { name?: string }).name)));
+          if (!answer) return false;
+          answers.push(f);
+          if (!dropNextAnswer) return false;
+          // Lost in a connection drop: it never reaches the server.
+          dropNextAnswer = false;
+          void ws.close({ code: 4000, reason: 'network drop' });
+          void upstream.close();
+          return true;
+        }),
+      );
+      await sayAndSettle(p, 'find flights to Corfu');
+      await sayAndSettle(p, 'book TS101', 'suspended');
+      const approve = p.locator('li.part-a2ui-surface.surface').last().getByRole('button', { name: 'Approve' });
+      await approve.waitFor({ timeout: 10_000 });
+      await approve.dblclick();
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+      await p.locator('li.approval[data-decision="approved"]').waitFor();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await shownError(p)).toBeNull();
+      expect(answers).toHaveLength(1);
+    }, 90_000);
+
+    it('web:demo:lost-answer — "on reconnect, re-enable every unresolved card": an approval answer lost in a connection drop leaves the card answerable after the page reconnects', async () => {
+      const booked = await p.locator('li.part-response').last().locator('.text').textContent();
+      const ref = /BK\d+/.exec(booked ?? '')![0];
+      await sayAndSettle(p, `cancel ${ref}`, 'suspended');
+      const card = p.locator('li.approval').nth(1);
+      await expect(card.locator('.tool').textContent()).resolves.toContain('cancel_booking');
+      dropNextAnswer = true;
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await p.locator('#conn[data-state="reconnecting"]').waitFor({ timeout: 5_000 });
+      await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+      // The answer never arrived: the approval is still open, and its card takes the answer again.
+      await expect.poll(() => card.getByRole('button', { name: 'Approve' }).isEnabled(), { timeout: 5_000 }).toBe(true);
+      await card.getByRole('button', { name: 'Approve' }).click();
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+      await expect(card.locator('.resolution').textContent()).resolves.toMatch(/^Approved by /);
+      expect(answers).toHaveLength(3);
+    }, 90_000);
+  });
+
+  it('web:demo:answer-timeout — "after a timeout with no answered/error reply, re-enable": an answer the server never replies to frees its approval after 10 s, and the answer given then goes through', async () => {
+    const answers: Record<string, unknown>[] = [];
+    let swallowNext = true;
+    const p = await openTab(async (t) => {
+      await t.clock.install();
+      await relay(t, (f) => {
+        if (f.type !== 'action' || (f.action as { name?: string }).name !== 'approve') return false;
+        answers.push(f);
+        if (!swallowNext) return false;
+        swallowNext = false;
+        return true; // the server never sees it, and the connection stays up
+      });
+    });
+    try {
+      await sayAndSettle(p, 'find flights to Corfu');
+      await sayAndSettle(p, 'book TS101', 'suspended');
+      const approve = p.locator('li.part-a2ui-surface.surface').last().getByRole('button', { name: 'Approve' });
+      await approve.waitFor({ timeout: 10_000 });
+      await approve.click();
+      await approve.click(); // on its way: ignored
+      await expect.poll(() => answers.length).toBe(1);
+      await p.clock.fastForward(11_000);
+      await expect.poll(() => shownError(p)).toMatch(/did not confirm your answer/);
+      await approve.click();
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+      await p.locator('li.approval[data-decision="approved"]').waitFor();
+      expect(answers).toHaveLength(2);
+    } finally {
+      await p.close();
+    }
+  }, 60_000);
+
+  it('web:demo:keyboard-reconnect — "keep the input enabled while reconnecting": text typed into the focused message box across a connection drop is kept, the box keeps focus, and Enter sends it once live', async () => {
+    let current: { ws: WebSocketRoute; upstream: WebSocketRoute } | undefined;
+    const p = await openTab((t) =>
+      t.routeWebSocket(/\/ws/, (ws) => {
+        current = { ws, upstream: ws.connectToServer() };
+      }),
+    );
+    try {
+      await p.getByLabel('Message').focus();
+      await p.keyboard.type('find flights ');
+      await current!.ws.close({ code: 4000, reason: 'drop' });
+      await current!.upstream.close();
+      await p.locator('#conn[data-state="reconnecting"]').waitFor();
+      await p.keyboard.type('to Corfu');
+      await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+      await p.keyboard.type(' please');
+      await expect(p.evaluate(() => document.activeElement?.id)).resolves.toBe('message');
+      await p.keyboard.press('Enter');
+      await p.locator('#transcript li.user').waitFor({ timeout: 10_000 });
+      await expect(p.locator('#transcript li.user .text').allTextContents()).resolves.toEqual(['find flights to Corfu please']);
+      await p.locator('#turn-state[data-state="complete"]').waitFor({ timeout: 20_000 });
+    } finally {
+      await p.close();
+    }
+  }, 60_000);
+
+  it('web:demo:refused-key — "probe GET /sessions/{id} after a refused upgrade": with a rotated API key the page stops reconnecting and says the key was refused; ?token= is taken out of the address bar', async () => {
+    const keys = new Set(['k-one']);
+    const authenticate: Authenticate = (req) => {
+      const header = req.headers.authorization;
+      const key = header?.startsWith('Bearer ') ? header.slice(7) : new URL(req.url ?? '/', 'http://localhost').searchParams.get('token');
+      if (!key) return { ok: false, status: 401, message: 'an API key is required' };
+      return keys.has(key) ? { ok: true, principal: { userId: 'ana' } } : { ok: false, status: 403, message: 'this API key is not valid' };
+    };
+    const guarded = await startServer({
+      runtime,
+      port: 0,
+      closeRuntime: false,
+      transports: [createAapTransport({ runtime, agents: desk.agents, authenticate }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web'), authenticate })],
+    });
+    const conns = new Set<Socket>();
+    guarded.server.on('connection', (s: Socket) => {
+      conns.add(s);
+      s.on('close', () => conns.delete(s));
+    });
+    let upgrades = 0;
+    guarded.server.on('upgrade', () => upgrades++);
+    let p: Page | undefined;
+    try {
+      p = await openTab(undefined, `${guarded.url}/?token=k-one`);
+      expect(p.url()).toBe(`${guarded.url}/`);
+      await expect(p.evaluate(() => sessionStorage.getItem('turnstate.demo.token'))).resolves.toBe('k-one');
+      // The key is rotated; the connection drops.
+      keys.clear();
+      keys.add('k-two');
+      for (const s of conns) s.destroy();
+      await expect.poll(() => shownError(p!), { timeout: 10_000 }).toMatch(/refused this page's API key/);
+      await expect(p.locator('#conn').getAttribute('data-state')).resolves.toBe('offline');
+      const tried = upgrades;
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(upgrades).toBe(tried);
+    } finally {
+      await p?.close();
+      await guarded.close();
+    }
   }, 60_000);
 
   it('web:static — content types, security headers, no directory traversal', async () => {
