@@ -150,7 +150,7 @@ export interface RuntimeOptions {
    */
   inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
   limits?: Partial<RuntimeLimits>;
-  /** Decides who may answer an approval (default: same tenant). */
+  /** Decides who may answer an approval (default: a principal of the session's tenant; of no tenant for a session without one). */
   canAnswerApproval?: (approval: ApprovalRecord, by: Principal) => boolean;
   /** Passivate sessions idle this long (ms); 0 disables. */
   passivateAfterMs?: number;
@@ -203,6 +203,11 @@ export interface SessionRuntime {
   approvals(filter: { sessionId: string; status?: ApprovalRecord['status'] }): Promise<ApprovalRecord[]>;
   /** An approval by id, or undefined (channels that carry only the approval id look up its session). */
   approval(approvalId: string): Promise<ApprovalRecord | undefined>;
+  /**
+   * Whether `by` may answer `approval` (the runtime's `canAnswerApproval`): a channel that
+   * answers several approvals at once checks them all before it applies any.
+   */
+  mayAnswerApproval(approval: ApprovalRecord, by: Principal): boolean;
   /**
    * Restore sessions with unfinished turns from the store and resume them. A session whose
    * stored state cannot be restored (a damaged row, a turn state no longer registered) is listed

@@ -48,3 +48,6 @@ export function sessionMachineLimits(limits: RuntimeLimits): {
     loop: { maxModelCalls: limits.maxModelCallsPerTurn, maxRespondRetries: limits.maxRespondRetries, maxNudges: limits.maxFreeTextNudges },
   };
 }
+
+/** The longest reason an approval answer may carry, on every channel (characters). */
+export const MAX_APPROVAL_REASON_CHARS = 2000;

@@ -20,6 +20,7 @@ import { createToolCatalog } from './host/tool-catalog.js';
 import type { ArtifactStore } from './api.js';
 import { HistoryCache } from './host/history-cache.js';
 import { containInspector } from './host/inspector.js';
+import { checkAnswer } from './host/approval-answers.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -56,8 +57,9 @@ export interface TurnstateRuntime extends Runtime {
   passivateIdle(): number;
 }
 
+/** By default the session's tenant answers its approvals; an untenanted session's, untenanted principals (as the transports see sessions). */
 function defaultCanAnswer(approval: ApprovalRecord, by: Principal): boolean {
-  return approval.tenantId === undefined || approval.tenantId === by.tenantId;
+  return approval.tenantId === by.tenantId;
 }
 
 /**
@@ -364,6 +366,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
 
     async answerApproval(approvalId, answer, by, via): Promise<AnswerResult> {
       if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed; the answer was not taken');
+      checkAnswer(answer, by, via);
       const record = await store.getApproval(approvalId);
       if (!record) return { ok: false, code: 'approval.not_found', message: `no approval ${approvalId}` };
       const host = await activate(record.sessionId);
@@ -381,6 +384,10 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
 
     async approval(approvalId) {
       return await store.getApproval(approvalId);
+    },
+
+    mayAnswerApproval(approval, by) {
+      return deps.canAnswerApproval(approval, by);
     },
 
     async recover() {

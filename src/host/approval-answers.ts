@@ -4,6 +4,9 @@
  * Contract:
  * - The store's compare-and-set decides: the first answer wins; a later one changes nothing and
  *   says who answered first, how and when (`approval.already_resolved`).
+ * - An answer that is not `{ approved: boolean, reason?: string }` (a reason of at most
+ *   MAX_APPROVAL_REASON_CHARS), from a principal object via a named channel, is refused with
+ *   `approval.invalid` naming the field, before anything is looked up.
  * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`, pending or
  *   resolved (a resolved approval's record is not shown to it); an approval
  *   of another session is `approval.not_found` (never confirmed to exist).
@@ -12,11 +15,26 @@
  * - The turn resumes when its last answered call has its outcome recorded, whichever answer
  *   came last (an approved call may still be running when another call's denial arrives).
  */
+import { TurnstateError } from '../errors.js';
+import { MAX_APPROVAL_REASON_CHARS } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
 import type { HostCore } from './core.js';
 import { runTool } from './tool-dispatch.js';
 import { denialText, outcomeStep } from './tool-results.js';
 import type { ActiveTurn } from './turn.js';
+
+/** Refuses an answer that is not what every channel must send (see the contract); nothing is answered. */
+export function checkAnswer(answer: unknown, by: unknown, via: unknown): void {
+  const a = answer as { approved?: unknown; reason?: unknown } | null;
+  let problem: string | undefined;
+  if (a === null || typeof a !== 'object') problem = `the answer must be an object { approved, reason? }, got ${JSON.stringify(answer) ?? String(answer)}`;
+  else if (typeof a.approved !== 'boolean') problem = `approved must be true or false, got ${JSON.stringify(a.approved) ?? 'undefined'}`;
+  else if (a.reason !== undefined && typeof a.reason !== 'string') problem = `reason must be a string, got ${typeof a.reason}`;
+  else if (typeof a.reason === 'string' && a.reason.length > MAX_APPROVAL_REASON_CHARS) problem = `reason is ${a.reason.length} characters; at most ${MAX_APPROVAL_REASON_CHARS}`;
+  else if (by === null || typeof by !== 'object') problem = 'the answering principal must be an object (e.g. { userId })';
+  else if (typeof via !== 'string' || via === '') problem = 'via must name the channel the answer came through (e.g. "websocket")';
+  if (problem !== undefined) throw new TurnstateError('approval.invalid', `answerApproval(): ${problem}; nothing was answered`);
+}
 
 /** Resolve an approval in the store (first answer wins). */
 export async function resolveApproval(
@@ -26,6 +44,7 @@ export async function resolveApproval(
   by: Principal,
   via: string,
 ): Promise<AnswerResult> {
+  checkAnswer(answer, by, via);
   const { store, canAnswerApproval, clock } = core.deps;
   const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
   const record = await store.getApproval(approvalId);
@@ -84,6 +103,11 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
     if (resolution.decision === 'approved') {
       const tool = core.deps.registries.tools.get(record.tool);
       if (tool) await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
+      else {
+        // Unregistered since it was asked for (a restart with another setup): the call still gets an outcome.
+        const content = `Tool "${record.tool}" is no longer registered; the approved call was not run.`;
+        await journal.commit(outcomeStep(journal, core.deps.clock.iso(), { turnId: t.turnId, actor: record.actor, callId: record.callId, tool: record.tool, content, isError: true }));
+      }
     } else {
       await journal.commit(
         outcomeStep(journal, core.deps.clock.iso(), {

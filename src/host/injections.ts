@@ -8,7 +8,7 @@ import { TurnstateError } from '../errors.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
 import type { HostCore } from './core.js';
 import { outcomeStep } from './tool-results.js';
-import type { ActiveTurn } from './turn.js';
+import { CALLS_ANSWERED, type ActiveTurn } from './turn.js';
 
 /** What an injection needs of the session it lands in. */
 export interface HeldSession extends HostCore {
@@ -51,6 +51,16 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
     case 'resume': {
       const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
       const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
+      // Pending calls hold the turn until they are answered (answerApproval, client-tool-result):
+      // `approval-response` is the runtime's own resume, never an injection.
+      if (t && (t.pending.size > 0 || resumeOn === CALLS_ANSWERED)) {
+        const pending = [...t.pending.values()].map((p) => `${p.callId} (${p.kind === 'client' ? 'a client tool result' : `approval ${p.approvalId}`})`);
+        throw new TurnstateError(
+          'injection.not_waiting',
+          `session ${s.id} waits for answers to its pending calls, not a "${resumeOn}" injection: ${pending.length ? pending.join(', ') : 'answer them with answerApproval or a client-tool-result'}`,
+          { details: { pending: [...t.pending.keys()] } },
+        );
+      }
       // One injection resumes a hold: a second one arriving while the first is written is refused.
       if (!t || t.resuming || !s.machine.can(resume)) {
         throw new TurnstateError('injection.not_waiting', `session ${s.id} is not waiting for "${resumeOn}" (state: ${t?.resuming ? `${s.turnState()}, already being resumed` : s.turnState()})`);

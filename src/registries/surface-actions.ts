@@ -18,14 +18,15 @@ export interface SurfaceAction {
 }
 
 export type SurfaceActionRoute =
-  | { kind: 'approval'; approvalId: string; approved: boolean; reason?: string }
+  /** `reason` as the surface sent it (answerApproval refuses one that is not a string of the allowed length). */
+  | { kind: 'approval'; approvalId: string; approved: boolean; reason?: unknown }
   | { kind: 'message'; text: string };
 
 export function routeSurfaceAction(action: SurfaceAction): SurfaceActionRoute {
   const { name, context } = action;
   if ((name === SURFACE_APPROVE_ACTION || name === SURFACE_DENY_ACTION) && typeof context.approvalId === 'string' && context.approvalId !== '') {
     const route: SurfaceActionRoute = { kind: 'approval', approvalId: context.approvalId, approved: name === SURFACE_APPROVE_ACTION };
-    if (typeof context.reason === 'string' && context.reason !== '') route.reason = context.reason;
+    if (context.reason !== undefined && context.reason !== '') route.reason = context.reason;
     return route;
   }
   return { kind: 'message', text: `[surface action] ${name} on ${action.surfaceId} (${action.sourceComponentId})\n${JSON.stringify(context)}` };

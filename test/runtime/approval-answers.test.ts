@@ -88,3 +88,90 @@ describe.each(stores)('approval answers on the %s store', (_name, makeStore) => 
     },
   );
 });
+
+describe('approval answers that must change nothing, or must still give the call an outcome', () => {
+  function bookingDesk(opts: Parameters<typeof harness>[1] = {}) {
+    const { rt, model } = harness(
+      {
+        rules: [
+          { when: { on: 'user' as const }, respond: answer(toolUse('book', { q: 'corfu' }, 'toolu_book')) },
+          { respond: answer(respond([part('response', 'done')], 'complete')) },
+        ],
+      },
+      opts,
+    );
+    let ran = 0;
+    addTool(rt.registries, 'book', () => (ran++, { booked: true }), { requiresApproval: true });
+    rt.registries.actors.register({ name: 'desk', tools: ['book'] });
+    return { rt, model, ran: () => ran };
+  }
+
+  it('approvals:answer:invalid — "every channel calls the same method": an answer that is not { approved: boolean, reason?: string of at most 2000 characters } from a principal via a named channel is refused with approval.invalid naming the field; the approval stays pending and nothing runs', async () => {
+    const { rt, ran } = bookingDesk();
+    const s = await rt.createSession({ actor: 'desk' });
+    await (await s.send('book it')).settled;
+    const [appr] = await rt.approvals({ sessionId: s.id, status: 'pending' });
+    const bad: [unknown, unknown, unknown, RegExp][] = [
+      [{ approved: 'no' }, { userId: 'u' }, 'api', /approved must be true or false, got "no"/],
+      [{ approved: 1 }, { userId: 'u' }, 'api', /approved must be true or false, got 1/],
+      [null, { userId: 'u' }, 'api', /the answer must be an object/],
+      [{ approved: false, reason: 42 }, { userId: 'u' }, 'api', /reason must be a string, got number/],
+      [{ approved: false, reason: 'x'.repeat(2001) }, { userId: 'u' }, 'api', /reason is 2001 characters; at most 2000/],
+      [{ approved: true }, null, 'api', /principal must be an object/],
+      [{ approved: true }, { userId: 'u' }, '', /via must name the channel/],
+    ];
+    for (const [ans, by, via, msg] of bad) {
+      for (const answerIt of [rt.answerApproval.bind(rt), s.answerApproval.bind(s)]) {
+        await expect(answerIt(appr!.approvalId, ans as never, by as never, via as never)).rejects.toMatchObject({ code: 'approval.invalid', message: expect.stringMatching(msg) });
+      }
+    }
+    expect((await rt.approval(appr!.approvalId))?.status).toBe('pending');
+    expect(ran()).toBe(0);
+    // A valid answer still goes through.
+    expect(await s.answerApproval(appr!.approvalId, { approved: true }, { userId: 'u' }, 'api')).toMatchObject({ ok: true });
+    await s.idle();
+    expect(ran()).toBe(1);
+  });
+
+  it('approvals:answer:not-an-injection — a "resume" injection of the runtime\'s own approval-response, or of any kind while calls are pending, is injection.not_waiting naming the pending calls; the approval still resumes the turn', async () => {
+    const { rt, model, ran } = bookingDesk();
+    const s = await rt.createSession({ actor: 'desk' });
+    expect((await (await s.send('book it')).settled).held).toMatchObject({ resumeOn: 'approval-response' });
+    for (const resumeOn of ['approval-response', 'payment']) {
+      await expect(s.inject({ kind: 'resume', resumeOn })).rejects.toMatchObject({ code: 'injection.not_waiting', message: expect.stringContaining('toolu_book') });
+    }
+    const [appr] = await rt.approvals({ sessionId: s.id, status: 'pending' });
+    await s.answerApproval(appr!.approvalId, { approved: true }, { userId: 'u' }, 'api');
+    await s.idle();
+    expect(ran()).toBe(1);
+    checkHistory(model.requests.at(-1)!);
+  });
+
+  it('approvals:answer:tool-gone — an approved call whose tool is no longer registered (a restart with another setup) gets an error result naming it, so the model never sees a tool_use without its tool_result', async () => {
+    const path = join(dir, 'tool-gone.db');
+    const first = bookingDesk({ store: createSqliteStore({ path }) });
+    const s = await first.rt.createSession({ actor: 'desk' });
+    await (await s.send('book it')).settled;
+    await first.rt.close();
+    const { rt, model } = harness({ rules: [{ respond: answer(respond([part('response', 'could not book')], 'complete')) }] }, { store: createSqliteStore({ path }) });
+    rt.registries.actors.register({ name: 'desk', tools: [] });
+    await rt.recover();
+    const [appr] = await rt.approvals({ sessionId: s.id, status: 'pending' });
+    expect(await rt.answerApproval(appr!.approvalId, { approved: true }, { userId: 'u' }, 'api')).toMatchObject({ ok: true });
+    await (await rt.session(s.id))!.idle();
+    const results = (await rt.history(s.id)).filter((e) => e.type === 'tool.result');
+    expect(results).toMatchObject([{ callId: 'toolu_book', isError: true, view: 'Tool "book" is no longer registered; the approved call was not run.' }]);
+    checkHistory(model.requests.at(-1)!);
+    expect(toolResultsIn(model.requests.at(-1)!).map((r: { tool_use_id: string }) => r.tool_use_id)).toContain('toolu_book');
+  });
+
+  it('approvals:answer:forbidden — by default a session\'s tenant answers its approvals: a principal of another tenant gets approval.forbidden on a session without a tenant too, as the transports see sessions', async () => {
+    const { rt, ran } = bookingDesk();
+    const s = await rt.createSession({ actor: 'desk' });
+    await (await s.send('book it')).settled;
+    const [appr] = await rt.approvals({ sessionId: s.id, status: 'pending' });
+    expect(await rt.answerApproval(appr!.approvalId, { approved: true }, { userId: 'mallory', tenantId: 'evil-corp' }, 'api')).toMatchObject({ ok: false, code: 'approval.forbidden' });
+    expect(ran()).toBe(0);
+    expect(rt.mayAnswerApproval(appr!, { userId: 'u' })).toBe(true);
+  });
+});

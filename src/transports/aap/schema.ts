@@ -2,6 +2,7 @@
  * JSON Schemas of AAP request bodies, compiled once with ajv. A body that breaks them is a 400
  * `request.invalid` whose `path` is the JSON Pointer of the first offending field.
  */
+import { MAX_APPROVAL_REASON_CHARS } from '../../limits.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { HttpError } from '../http.js';
 import type { CreateSessionRequest, SessionTurnRequest } from './types.js';
@@ -56,7 +57,7 @@ const turnMessage = {
         role: { const: 'tool_permission' },
         toolCallId: { type: 'string', minLength: 1 },
         granted: { type: 'boolean' },
-        reason: { type: 'string' },
+        reason: { type: 'string', maxLength: MAX_APPROVAL_REASON_CHARS },
       },
       required: ['role', 'toolCallId', 'granted'],
     },

@@ -176,6 +176,8 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
     }
     const approval = approvals.get(m.toolCallId);
     if (approval !== undefined) {
+      // Checked for every answer before any is applied: a refused request changes nothing.
+      if (!runtime.mayAnswerApproval(approval, ctx.principal)) throw forbidden(m.toolCallId);
       answers.push({ kind: 'permission', message: m, approval });
       continue;
     }
@@ -189,6 +191,8 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
     }
     resolvedElsewhere ??= await runtime.approvals({ sessionId: handle.id });
     const earlier = resolvedElsewhere.filter((a) => a.callId === m.toolCallId && a.status !== 'pending').pop();
+    // Who answered, and why, is not shown to a principal that may not answer it.
+    if (earlier !== undefined && !runtime.mayAnswerApproval(earlier, ctx.principal)) throw forbidden(m.toolCallId);
     if (earlier !== undefined) throw alreadyResolved(m.toolCallId, earlier);
     throw new HttpError(400, 'tool.not_pending', `no pending tool call "${m.toolCallId}" waits for permission in session "${handle.id}" (pending: ${pendingList})`, { path });
   }
@@ -244,6 +248,12 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
   if (next !== ctx.config) ctx.configs.set(handle.id, next, { persisted: false });
   run.begin(snap.turnId);
   await run.finished;
+}
+
+function forbidden(toolCallId: string): HttpError {
+  return new HttpError(403, 'approval.forbidden', `this principal may not answer the permission of tool call "${toolCallId}"; nothing of this request was applied`, {
+    details: { toolCallId },
+  });
 }
 
 function alreadyResolved(toolCallId: string, record: ApprovalRecord, applied = 0): HttpError {

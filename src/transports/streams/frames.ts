@@ -7,6 +7,7 @@
  * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
  * every reply to that frame echoes it.
  */
+import { MAX_APPROVAL_REASON_CHARS } from '../../limits.js';
 import type { SurfaceAction } from '../../registries/surface-actions.js';
 import type { SessionEvent } from '../../types.js';
 
@@ -50,7 +51,7 @@ export const SLOW_CONSUMER_REASON = 'slow consumer: resume from last seq';
 export type FrameResult = { ok: true; frame: ClientFrame } | { ok: false; code: string; message: string; ref?: Ref };
 
 const MAX_ID = 256;
-const MAX_REASON = 2000;
+const MAX_REASON = MAX_APPROVAL_REASON_CHARS;
 const MAX_CONSUMES = 64;
 
 const FIELDS: Record<ClientFrame['type'], readonly string[]> = {

@@ -318,7 +318,8 @@ class WsConnection implements StreamConnection {
     const route = routeSurfaceAction(frame.action);
     if (route.kind === 'approval') {
       const answer: Extract<ClientFrame, { type: 'approve' | 'deny' }> = { type: route.approved ? 'approve' : 'deny', approvalId: route.approvalId, sessionId: frame.sessionId };
-      if (route.reason !== undefined) answer.reason = route.reason;
+      // Checked as every channel's reason is (answerApproval: approval.invalid).
+      if (route.reason !== undefined) answer.reason = route.reason as string;
       if (frame.ref !== undefined) answer.ref = frame.ref;
       return this.answer(answer);
     }

@@ -356,3 +356,67 @@ describe('restart between the tool_use stop and the tool_permission', () => {
     }
   });
 });
+
+describe('aap: permissions a principal may not give', () => {
+  const TOKENS: Record<string, { userId: string; tenantId: string; roles?: string[] }> = {
+    'tok-ana': { userId: 'ana', tenantId: 'acme', roles: ['admin'] },
+    'tok-intern': { userId: 'intern', tenantId: 'acme' },
+  };
+  const H = (t: string) => ({ authorization: `Bearer ${t}` });
+  const respondText = (text: string, turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts: [{ text, metadata: { partType: 'response' } }], turnState } });
+  let h: Harness;
+  const ran: string[] = [];
+  beforeAll(async () => {
+    h = await startHarness({
+      authenticate: (req) => {
+        const p = TOKENS[(req.headers.authorization ?? '').replace(/^Bearer /, '')];
+        return p ? { ok: true, principal: p } : { ok: false, status: 401, message: 'no key' };
+      },
+      // Interns may approve emails, not payments.
+      canAnswerApproval: (a, by) => a.tenantId === by.tenantId && (a.tool !== 'pay' || (by.roles ?? []).includes('admin')),
+      script: {
+        rules: [
+          { when: { on: 'user', text: '^both' }, respond: { blocks: [{ type: 'tool_use', name: 'email', input: { to: 'x' } }, { type: 'tool_use', name: 'pay', input: { amount: 5 } }] } },
+          { when: { on: 'user', text: '^pay' }, respond: { blocks: [{ type: 'tool_use', name: 'pay', input: { amount: 7 } }] } },
+          { when: { on: 'tool_result' }, respond: { blocks: [respondText('done', 'complete')] } },
+        ],
+      },
+      setup: (rt) => {
+        for (const name of ['email', 'pay']) {
+          rt.registries.tools.register({ name, description: name, inputSchema: { type: 'object' }, scope: 'generalist', requiresApproval: true, handler: () => (ran.push(name), { ok: name }) });
+        }
+        rt.registries.actors.register({ name: 'agent', tools: ['email', 'pay'] });
+      },
+      agents: [{ name: 'agent' }],
+    });
+  });
+  afterAll(async () => h?.close());
+
+  it('aap:permission:forbidden — "Checks run before anything is applied: a 4xx changes nothing": a request granting two calls, one of which the principal may not answer, is 403 approval.forbidden and neither call runs; an admin then grants both', async () => {
+    const sid = await createSession(h.url, { name: 'agent', tools: [{ name: 'email' }, { name: 'pay' }] }, H('tok-ana'));
+    const calls = toolCalls(await turn(h.url, sid, user('both'), H('tok-ana')));
+    expect(calls.map((c) => c.name)).toEqual(['email', 'pay']);
+    const grant = { stream: 'none', messages: calls.map((c) => ({ role: 'tool_permission', toolCallId: c.toolCallId, granted: true })) };
+    const refused = await turn(h.url, sid, grant, H('tok-intern'));
+    expect(refused.status).toBe(403);
+    expect(refused.json.error).toMatchObject({ code: 'approval.forbidden', message: expect.stringContaining('nothing of this request was applied') });
+    expect(ran).toEqual([]);
+    expect((await h.runtime.approvals({ sessionId: sid })).map((a) => a.status)).toEqual(['pending', 'pending']);
+    const granted = await turn(h.url, sid, grant, H('tok-ana'));
+    expect(granted.status).toBe(200);
+    expect(ran.sort()).toEqual(['email', 'pay']);
+  });
+
+  it('aap:permission:forbidden-resolved — a principal that may not answer an approval gets 403 after it was resolved too, never the 409 with who answered and why', async () => {
+    const sid = await createSession(h.url, { name: 'agent', tools: [{ name: 'pay' }] }, H('tok-ana'));
+    const [call] = toolCalls(await turn(h.url, sid, user('pay'), H('tok-ana')));
+    const deny = { stream: 'none', messages: [{ role: 'tool_permission', toolCallId: call!.toolCallId, granted: false, reason: 'budget of team X exhausted' }] };
+    expect((await turn(h.url, sid, deny, H('tok-ana'))).status).toBe(200);
+    const late = await turn(h.url, sid, deny, H('tok-intern'));
+    expect(late.status).toBe(403);
+    expect(late.raw).not.toContain('budget of team X');
+    expect(late.raw).not.toContain('ana');
+    // The admin who may answer it still learns who did (409).
+    expect((await turn(h.url, sid, deny, H('tok-ana'))).status).toBe(409);
+  });
+});
