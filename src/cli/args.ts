@@ -13,6 +13,8 @@ export interface ServeArgs {
   allowedOrigins?: string[];
   /** Host names requests may carry besides the loopback ones (a name that reaches this machine). */
   allowedHosts?: string[];
+  /** Passivate sessions idle this long (ms; 0 keeps every session in memory). Default 300000. */
+  passivateAfterMs?: number;
 }
 
 export type Command = { kind: 'serve'; args: ServeArgs } | { kind: 'help'; text: string } | { kind: 'version' };
@@ -39,6 +41,10 @@ Options for serve:
   --allow-origin <origins>
                     Comma-separated browser origins (https://app.example.com) whose pages may
                     open the WebSocket besides the server's own (env TURNSTATE_ALLOWED_ORIGINS)
+  --passivate-after <ms>
+                    Drop sessions idle this long from memory; they wake from the store on their
+                    next message or read (default 300000 = 5 min; 0 never; env
+                    TURNSTATE_PASSIVATE_AFTER_MS)
   --allow-host <names>
                     Comma-separated host names (agents.internal) requests may be addressed to
                     besides localhost, 127.0.0.1 and [::1]; other Hosts are refused with 403,
@@ -50,7 +56,7 @@ Options for serve:
 The model: Claude when ANTHROPIC_API_KEY is set, else the travel desk's ScriptedModel
 (or the --script file).`;
 
-const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin', 'allow-host']);
+const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin', 'allow-host', 'passivate-after']);
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
   const [command, ...rest] = argv;
@@ -94,6 +100,11 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     for (const o of args.allowedOrigins) {
       if (parseOrigin(o) === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
     }
+  }
+  const passivate = values.get('passivate-after') ?? env['TURNSTATE_PASSIVATE_AFTER_MS'];
+  if (passivate !== undefined) {
+    if (!/^\d+$/.test(passivate) || !Number.isSafeInteger(Number(passivate))) throw new UsageError(`--passivate-after must be a whole number of milliseconds (0: never), got "${passivate}"`);
+    args.passivateAfterMs = Number(passivate);
   }
   const hosts = values.get('allow-host') ?? env['TURNSTATE_ALLOWED_HOSTS'];
   if (hosts !== undefined && hosts.trim() !== '') {

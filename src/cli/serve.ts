@@ -25,6 +25,9 @@ import type { ServeArgs } from './args.js';
 import { authFromEnv } from './auth.js';
 import { lockDataDir } from './data-lock.js';
 
+/** How long `serve` keeps an idle session in memory by default (5 minutes). */
+export const DEFAULT_PASSIVATE_AFTER_MS = 300_000;
+
 export interface ServeOptions extends ServeArgs {
   env?: NodeJS.ProcessEnv;
   /** Progress lines (default: stdout). */
@@ -101,7 +104,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     const path = resolve(opts.script);
     const script = readScript(path);
     try {
-      model = createScriptedModel(script);
+      // No request log: a server keeps no copy of each conversation's history in the model.
+      model = createScriptedModel(script, { record: false });
     } catch (e) {
       // The script's own faults (a rule without blocks, a bad regex) name the file too.
       throw new Error(`--script ${path}: ${(e as Error).message}`);
@@ -112,7 +116,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     model = createAnthropicModel({ apiKey: env['ANTHROPIC_API_KEY'] });
     modelName = 'anthropic (ANTHROPIC_API_KEY is set)';
   } else {
-    model = createScriptedModel(desk.travelDeskScript());
+    model = createScriptedModel(desk.travelDeskScript(), { record: false });
     modelName = 'scripted (travel desk demo script; set ANTHROPIC_API_KEY to use Claude)';
   }
 
@@ -128,7 +132,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   try {
     const store = createSqliteStore({ path: dbPath });
     const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
-    runtime = createRuntime({ model, store, artifacts });
+    // A long-running server: idle sessions leave memory (they wake from the store when used).
+    runtime = createRuntime({ model, store, artifacts, passivateAfterMs: opts.passivateAfterMs ?? DEFAULT_PASSIVATE_AFTER_MS });
     const app = desk.createTravelDesk(runtime);
     agentNames = app.agents.map((a) => a.name);
     recovered = await runtime.recover();

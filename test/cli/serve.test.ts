@@ -7,7 +7,9 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { serve } from '../../src/cli/serve.js';
+import { parseArgs } from '../../src/cli/args.js';
+import type { TurnstateRuntime } from '../../src/runtime.js';
+import { DEFAULT_PASSIVATE_AFTER_MS, serve } from '../../src/cli/serve.js';
 import { runReplayCommand } from '../../src/cli/replay.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -184,6 +186,32 @@ describe('serve()', () => {
     ] as const) {
       writeFileSync(script, body);
       await expect(serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data4'), script, env: {}, log: () => {} })).rejects.toThrow(why);
+    }
+  });
+
+  it('cli:serve:passivates — "With passivateAfterMs the whole host goes too": serve drops idle sessions from memory (default 5 minutes, --passivate-after), and one woken by its next message answers with its history', async () => {
+    expect(parseArgs(['serve', '--passivate-after', '60000'], {})).toMatchObject({ args: { passivateAfterMs: 60000 } });
+    expect(parseArgs(['serve'], { TURNSTATE_PASSIVATE_AFTER_MS: '0' })).toMatchObject({ args: { passivateAfterMs: 0 } });
+    expect(() => parseArgs(['serve', '--passivate-after', '5m'], {})).toThrow(/--passivate-after must be a whole number of milliseconds/);
+    expect(DEFAULT_PASSIVATE_AFTER_MS).toBe(300_000);
+    const dir = tempDir();
+    const h = await serve({ port: 0, host: '127.0.0.1', dataDir: join(dir, 'data'), env: {}, log: () => {}, passivateAfterMs: 30 });
+    try {
+      const sids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const sid = (await post(h.url, '/sessions', { agent: { name: 'triage' } })).json.sessionId;
+        expect((await post(h.url, `/sessions/${sid}/turns`, { messages: [{ role: 'user', content: 'hello' }] })).status).toBe(200);
+        sids.push(sid);
+      }
+      const runtime = h.runtime as TurnstateRuntime;
+      const deadline = Date.now() + 5000;
+      while (runtime.liveSessions > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(runtime.liveSessions).toBe(0);
+      const again = await post(h.url, `/sessions/${sids[0]}/turns`, { messages: [{ role: 'user', content: 'hello again' }] });
+      expect(again.json.stopReason).toBe('end_turn');
+      expect((await h.runtime.history(sids[0]!)).filter((e) => e.type === 'turn.started')).toHaveLength(2);
+    } finally {
+      await h.close();
     }
   });
 

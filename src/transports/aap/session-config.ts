@@ -2,6 +2,8 @@
  * A session's AAP configuration (`agent` with tools/options, client `tools`), persisted:
  * at creation in the session record's metadata, and each override with the user message that
  * brought it (the `turn.started` event's input metadata). The latest persisted value wins.
+ * Recently used configs are cached (bounded: a server that has seen many sessions keeps only
+ * the last CACHED_CONFIGS); the others are read again from the record and the history.
  */
 import type { SessionHandle, SessionRuntime } from '../../api.js';
 import type { SessionRecord } from '../../types.js';
@@ -21,10 +23,15 @@ function fromMetadata(value: unknown): Partial<AapSessionConfig> | undefined {
   return value as Partial<AapSessionConfig>;
 }
 
+/** How many sessions' configs are kept in memory (least recently used go first). */
+export const CACHED_CONFIGS = 1024;
+
 export class SessionConfigs {
   readonly #runtime: SessionRuntime;
+  /** Recently used configs, oldest first. */
   readonly #cache = new Map<string, AapSessionConfig>();
-  readonly #unpersisted = new Set<string>();
+  /** Configs holding an override no message recorded yet: kept until one does (never evicted). */
+  readonly #unpersisted = new Map<string, AapSessionConfig>();
 
   constructor(runtime: SessionRuntime) {
     this.#runtime = runtime;
@@ -33,8 +40,13 @@ export class SessionConfigs {
   /** The session's current config, from its record plus the overrides persisted with its messages. */
   async get(session: SessionHandle | SessionRecord): Promise<AapSessionConfig> {
     const record = 'record' in session ? session.record : session;
+    const pending = this.#unpersisted.get(record.id);
+    if (pending !== undefined) return pending;
     const cached = this.#cache.get(record.id);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.#remember(record.id, cached);
+      return cached;
+    }
     const base = fromMetadata(record.metadata?.[AAP_METADATA_KEY]);
     let config: AapSessionConfig = {
       agent: { name: record.actor, ...(base?.agent ?? {}) },
@@ -47,8 +59,14 @@ export class SessionConfigs {
       const override = fromMetadata(ev.input.metadata?.[AAP_METADATA_KEY]);
       if (override !== undefined) config = merge(config, override);
     }
-    this.#cache.set(record.id, config);
+    this.#remember(record.id, config);
     return config;
+  }
+
+  #remember(sessionId: string, config: AapSessionConfig): void {
+    this.#cache.delete(sessionId);
+    this.#cache.set(sessionId, config);
+    if (this.#cache.size > CACHED_CONFIGS) this.#cache.delete(this.#cache.keys().next().value!);
   }
 
   /**
@@ -57,9 +75,18 @@ export class SessionConfigs {
    * user message stores it (`isPersisted`).
    */
   set(sessionId: string, config: AapSessionConfig, opts: { persisted?: boolean } = {}): void {
-    this.#cache.set(sessionId, config);
-    if (opts.persisted === false) this.#unpersisted.add(sessionId);
-    else this.#unpersisted.delete(sessionId);
+    if (opts.persisted === false) {
+      this.#unpersisted.set(sessionId, config);
+      this.#cache.delete(sessionId);
+    } else {
+      this.#unpersisted.delete(sessionId);
+      this.#remember(sessionId, config);
+    }
+  }
+
+  /** How many configs are in memory (the bounded cache and the unpersisted ones). */
+  get size(): number {
+    return this.#cache.size + this.#unpersisted.size;
   }
 
   /** False while the cached config holds an override no message recorded yet. */

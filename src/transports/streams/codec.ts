@@ -4,8 +4,10 @@
  * Contract:
  * - What is sent is decided by the envelope's delivery view (`Delivery.streaming`): the codec
  *   keeps no rules of its own.
- * - Frames are encoded once per event object (WeakMap), so fanning one event out to many
- *   subscribers serialises it once per wire format.
+ * - Frames are encoded once per event object while it is recent (the last RECENT events of each
+ *   wire format), so fanning one event out to many subscribers, or to followers a little behind,
+ *   serialises it once per format. The cache is bounded: a store that keeps its event objects
+ *   (the in-memory one) does not keep their frames with them.
  * - `classify()` tells the bounded buffer what compaction may do with an event; only deltas and
  *   parts the delivery view marks `supersedable` (streaming-only parts) are ever coalescible.
  */
@@ -27,10 +29,25 @@ export interface EventCodec {
   wsFrame(sessionId: string, event: SessionEvent): Buffer;
 }
 
+/** How many recent events' encodings are kept per wire format. */
+const RECENT = 256;
+
+/** The encodings of the last RECENT events (insertion order: the oldest goes first). */
+class Recent<V> {
+  private readonly map = new Map<SessionEvent, V>();
+  get(event: SessionEvent): V | undefined {
+    return this.map.get(event);
+  }
+  set(event: SessionEvent, value: V): void {
+    this.map.set(event, value);
+    if (this.map.size > RECENT) this.map.delete(this.map.keys().next().value!);
+  }
+}
+
 export function createEventCodec(delivery: Delivery): EventCodec {
-  const json = new WeakMap<SessionEvent, string>();
-  const sse = new WeakMap<SessionEvent, Buffer>();
-  const ws = new WeakMap<SessionEvent, Buffer>();
+  const json = new Recent<string>();
+  const sse = new Recent<Buffer>();
+  const ws = new Recent<Buffer>();
 
   const jsonOf = (event: SessionEvent): string => {
     let j = json.get(event);
@@ -58,7 +75,7 @@ export function createEventCodec(delivery: Delivery): EventCodec {
     },
 
     sseFrame(_sessionId, event) {
-      // Fan-out asks for the same event many times in a row: a one-entry cache before the WeakMap.
+      // Fan-out asks for the same event many times in a row: a one-entry cache before the map.
       if (event === lastSse) return lastSseFrame!;
       let f = sse.get(event);
       if (f === undefined) {

@@ -254,3 +254,28 @@ describe('streams: bounded subscriber buffer', () => {
     );
   });
 });
+
+describe('codec: frames are not kept with their events', () => {
+  it('streams:codec:bounded — "the cache is bounded: a store that keeps its event objects does not keep their frames with them": a frame of an event still held (as the in-memory store holds them) is freed once newer events were encoded', async () => {
+    const { setFlagsFromString } = await import('node:v8');
+    const { runInNewContext } = await import('node:vm');
+    setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const c = createEventCodec(createDelivery(createRegistries().partTypes));
+    const held: SessionEvent[] = [];
+    const ev = (seq: number): SessionEvent => ({ seq, sessionId: 's', turnId: 't', at: '2026-01-01T00:00:00Z', type: 'part.delta', callId: 'c', index: 0, text: 'x'.repeat(1000) });
+    held.push(ev(1));
+    const refs = [new WeakRef(c.wsFrame('s', held[0]!)), new WeakRef(c.sseFrame('s', held[0]!))];
+    // Fan-out of one event is served from the cache.
+    expect(c.wsFrame('s', held[0]!)).toBe(refs[0]!.deref());
+    for (let i = 2; i < 600; i++) {
+      held.push(ev(i));
+      c.wsFrame('s', held.at(-1)!);
+      c.sseFrame('s', held.at(-1)!);
+    }
+    await new Promise((r) => setImmediate(r));
+    gc();
+    expect(refs.map((r) => r.deref())).toEqual([undefined, undefined]);
+    expect(held).toHaveLength(599);
+  });
+});
