@@ -21,6 +21,7 @@ import type { ArtifactStore } from './api.js';
 import { HistoryCache } from './host/history-cache.js';
 import { containInspector } from './host/inspector.js';
 import { checkAnswer } from './host/approval-answers.js';
+import { checkCreateSession, checkSend, checkSessionFilter, runtimeLimits } from './host/input-checks.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -30,7 +31,7 @@ import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
-import { DEFAULT_LIMITS, sessionMachineLimits } from './limits.js';
+import { sessionMachineLimits } from './limits.js';
 import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
 import type { PartTypeRegistryApi } from './registries/types.js';
@@ -40,11 +41,20 @@ import { surfacePartCheck } from './envelope/surface-check.js';
 import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 
 /** The limits this module adds checks for: a count (`min` or more). */
-function checkCount(limits: RuntimeLimits, name: 'maxQueuedMessages' | 'historyCacheEntries', min: number): void {
-  const v = limits[name];
-  if (!Number.isSafeInteger(v) || v < min) {
-    throw new TurnstateError('runtime.options', `limits.${name} must be an integer of at least ${min}, got ${JSON.stringify(v)}`);
+/** The options a runtime is made with: ports that can serve, functions where functions go (runtime.options naming the option). */
+function checkOptions(options: RuntimeOptions): void {
+  const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);
+  if (!options || typeof options.model?.stream !== 'function') throw bad('needs a `model` (a ModelPort, with a stream() method)');
+  if (options.contextModel !== undefined && typeof options.contextModel?.stream !== 'function') throw bad('`contextModel` must be a ModelPort (with a stream() method)');
+  const store = options.store as Partial<SessionStore> | undefined;
+  if (store !== undefined && (typeof store?.commit !== 'function' || typeof store.getSession !== 'function' || typeof store.readEvents !== 'function')) {
+    throw bad('`store` must be a SessionStore (commit, getSession, readEvents, ...: see docs/stores.md)');
   }
+  for (const name of ['now', 'newId', 'canAnswerApproval'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(`\`${name}\` must be a function, got ${typeof options[name]}`);
+  }
+  const p = options.passivateAfterMs;
+  if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0)) throw bad(`\`passivateAfterMs\` must be a number of milliseconds of at least 0 (0: never), got ${String(p)}`);
 }
 
 export interface TurnstateRuntime extends Runtime {
@@ -77,6 +87,7 @@ class SessionRef implements SessionHandle {
   ) {}
   async send(m: Parameters<SessionHandle['send']>[0], o?: Parameters<SessionHandle['send']>[1]) {
     // Checked before anything is accepted; the turn persists the part type names, never a card.
+    checkSend(m, o);
     const opts = normalizeConsumes(o, this.partTypes);
     return (this.peek(this.id) ?? (await this.live(this.id))).send(m, opts);
   }
@@ -117,7 +128,7 @@ function unrestorable(id: string, err: unknown): TurnstateError {
 }
 
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
-  if (!options || !options.model) throw new TurnstateError('runtime.options', 'createRuntime needs a `model` (a ModelPort)');
+  checkOptions(options);
   const reasoningTraces = options.reasoningTraces ?? 'keep';
   if (!REASONING_TRACES.includes(reasoningTraces)) {
     throw new TurnstateError('runtime.options', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);
@@ -125,9 +136,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
   const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore();
-  const limits: RuntimeLimits = { ...DEFAULT_LIMITS, ...options.limits };
-  checkCount(limits, 'maxQueuedMessages', 1);
-  checkCount(limits, 'historyCacheEntries', 0);
+  const limits: RuntimeLimits = runtimeLimits(options.limits);
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
   // An id of the built-in source is 128 random bits: it names no stored session, so a session
@@ -301,7 +310,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
 
     async createSession(opts: CreateSessionOptions): Promise<SessionHandle> {
       if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
-      if (!opts || typeof opts.actor !== 'string' || !registries.actors.has(opts.actor)) {
+      checkCreateSession(opts);
+      if (typeof opts.actor !== 'string' || !registries.actors.has(opts.actor)) {
         const known = registries.actors.list().map((a) => a.name);
         throw new TurnstateError(
           'session.unknown_actor',
@@ -344,6 +354,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     },
 
     async listSessions(filter) {
+      checkSessionFilter(filter);
       // Sessions created in this event-loop turn are written before they are listed.
       if (store.groupCommit) for (const h of hosts.values()) h.persistNow();
       return await store.listSessions(filter);

@@ -45,8 +45,9 @@ export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: st
       continue;
     }
     if (!tool) {
-      const known = [...tools.byName.keys(), ...tools.client];
-      errorResult(u, `Unknown tool "${u.name}". Tools available to you: ${known.length ? known.join(', ') : '(none)'}, and respond.`);
+      // What the model was given (its own tools, respond() or the compatibility tools, client tools).
+      const known = tools.modelTools.map((m) => m.name);
+      errorResult(u, `Unknown tool "${u.name}". Tools available to you: ${known.join(', ')}.`);
       continue;
     }
     if (u.inputError) {
