@@ -126,6 +126,15 @@ function checkExecution(
   if (typeof backoffFactor !== 'number' || !Number.isFinite(backoffFactor) || backoffFactor < 1 || backoffFactor > 10) {
     fail('tools:retry:backoffFactor', `retry.backoffFactor must be a number from 1 to 10; got ${JSON.stringify(backoffFactor) ?? String(backoffFactor)}`);
   }
+  // Each field is in range, their product need not be: the wait before the last attempt is the
+  // longest, and a timer over 2^31-1 ms fires after 1 ms in Node (the retries would not wait at all).
+  const longest = backoffMs * backoffFactor ** (attempts - 2);
+  if (longest > MAX_TIMER_MS) {
+    fail(
+      'tools:retry:longest-wait',
+      `the wait before attempt ${attempts} is backoffMs * backoffFactor^(attempts-2) = ${backoffMs} * ${backoffFactor}^${attempts - 2} = ${longest} ms, over the longest a timer can wait (${MAX_TIMER_MS} ms, about 24.8 days); lower backoffMs, backoffFactor or attempts`,
+    );
+  }
   return { idempotent, timeoutMs, retry: Object.freeze({ attempts, backoffMs, backoffFactor }) };
 }
 

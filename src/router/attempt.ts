@@ -94,6 +94,15 @@ export function settleAttempt(
             error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${errorMessage(e)}`;
           }
         }
+        // An AnnotatedRecord: what else is persisted must serialise too, before anything is
+        // distributed: the ui-stream view (the tool.result event), the peer-response view (the
+        // mailbox's data record) and the whole record (the execution log; its JSON is reused there).
+        // A plain result is its own views: the llm-session view's JSON above covered them.
+        if (error === undefined && record !== undefined) {
+          const notJson = persistedJson(record, llmView, uiView, data);
+          if (typeof notJson === 'string') logJson = notJson;
+          else error = `tool "${tool.name}" returned a result that is not JSON-serialisable: ${notJson.what}: ${notJson.why}`;
+        }
         if (error === undefined && distribution !== undefined) {
           const r = result as AnnotatedRecord;
           fad.send(distribution, {
@@ -131,6 +140,35 @@ export function settleAttempt(
   };
 }
 
+/**
+ * Checks that the persisted views of an AnnotatedRecord other than the llm-session one (already
+ * serialised) have JSON, the whole record last. A view identical to one already checked, or
+ * nothing visible (`undefined`), costs nothing. Returns the record's JSON (no object is made
+ * when everything serialises), or what failed and why.
+ */
+function persistedJson(record: AnnotatedRecord, llmView: unknown, uiView: unknown, data: unknown): string | { what: string; why: string } {
+  let what = 'its ui-stream view';
+  try {
+    if (uiView !== llmView) mustHaveJson(uiView);
+    what = 'its peer-response view';
+    if (data !== llmView && data !== uiView) mustHaveJson(data);
+    what = 'the whole record (kept by the execution log)';
+    const json = JSON.stringify(record) as string | undefined;
+    if (json === undefined) return { what, why: 'its toJSON() returns nothing' };
+    return json;
+  } catch (e) {
+    return { what, why: errorMessage(e) };
+  }
+}
+
+/** Throws when a visible view has no JSON text (a BigInt, a cycle, a throwing toJSON(); a function or symbol). */
+function mustHaveJson(view: unknown): void {
+  if (view === undefined || view === null || typeof view === 'string' || typeof view === 'number' || typeof view === 'boolean') return;
+  if ((JSON.stringify(view) as string | undefined) === undefined) {
+    throw new Error(typeof view === 'object' ? 'its toJSON() returns nothing' : `a ${typeof view} has no JSON form`);
+  }
+}
+
 /** One attempt's ExecutionRecord (its result JSON capped at `maxResultChars`). */
 export function attemptRecord(tool: RegisteredTool, args: unknown, ctx: DispatchContext, a: Attempt, attempt: number, maxResultChars: number): ExecutionRecord {
   const isError = a.error !== undefined;
@@ -138,10 +176,14 @@ export function attemptRecord(tool: RegisteredTool, args: unknown, ctx: Dispatch
   return executionRecordOf(tool, ctx, args, json, isError, a.durationMs, a.startedAt, ctx.approvalDecision?.approvalId, maxResultChars, attempt, a.outcome);
 }
 
-/** A thrown value as message text. */
+/** A thrown value as message text; never throws (a revoked Proxy or a throwing `message` getter is no message). */
 export function errorMessage(e: unknown): string {
-  if (e instanceof Error) return e.message;
   if (typeof e === 'string') return e;
+  try {
+    if (e instanceof Error) return String(e.message);
+  } catch {
+    return 'an error that cannot be read';
+  }
   return toJsonText(e);
 }
 

@@ -7,6 +7,13 @@
  */
 import type { RetryPolicy } from '../registries/types.js';
 
+/**
+ * The longest wait a Node timer takes as it is (2^31-1 ms, about 24.8 days); a longer one fires
+ * after 1 ms. Registration refuses longer timeouts and retry waits; the router clamps as well, for
+ * a RegisteredTool built by hand.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 /** Rejection of a pending handler whose cancel signal or deadline aborted (it is not awaited further). */
 export class Cancelled extends Error {}
 
@@ -29,12 +36,15 @@ export class Deadline {
   ) {
     this.signal = this.ctl.signal;
     this.expiry = this.expiryCtl.signal;
-    this.timer = setTimeout(() => {
-      this.expired = true;
-      const reason = new DOMException(`timed out after ${ms} ms`, 'TimeoutError');
-      this.ctl.abort(reason);
-      this.expiryCtl.abort(reason);
-    }, ms);
+    this.timer = setTimeout(
+      () => {
+        this.expired = true;
+        const reason = new DOMException(`timed out after ${ms} ms`, 'TimeoutError');
+        this.ctl.abort(reason);
+        this.expiryCtl.abort(reason);
+      },
+      ms > MAX_TIMER_MS ? MAX_TIMER_MS : ms,
+    );
     if (parent !== undefined) {
       const onParent = (): void => this.ctl.abort(parent.reason);
       parent.addEventListener('abort', onParent, { once: true });
@@ -54,8 +64,9 @@ export class Deadline {
  */
 export function backoff(retry: Readonly<Required<RetryPolicy>>, n: number, signal: AbortSignal | undefined): Promise<boolean> | boolean {
   if (signal?.aborted) return false;
-  const ms = retry.backoffMs * retry.backoffFactor ** (n - 1);
-  if (ms <= 0) return true;
+  let ms = retry.backoffMs * retry.backoffFactor ** (n - 1);
+  if (!(ms > 0)) return true; // 0, or NaN from a policy built by hand: no wait
+  if (ms > MAX_TIMER_MS) ms = MAX_TIMER_MS; // never the 1 ms Node gives an overlong timer
   return new Promise((resolve) => {
     const onAbort = (): void => {
       clearTimeout(timer);
@@ -86,17 +97,24 @@ export function raceAbort(p: PromiseLike<unknown>, a: AbortSignal, b: AbortSigna
     };
     a.addEventListener('abort', onAbort, ONCE);
     b?.addEventListener('abort', onAbort, ONCE);
-    p.then(
-      (v) => {
-        a.removeEventListener('abort', onAbort);
-        b?.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        a.removeEventListener('abort', onAbort);
-        b?.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+    try {
+      p.then(
+        (v) => {
+          a.removeEventListener('abort', onAbort);
+          b?.removeEventListener('abort', onAbort);
+          resolve(v);
+        },
+        (e: unknown) => {
+          a.removeEventListener('abort', onAbort);
+          b?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      );
+    } catch (e) {
+      // A thenable whose `then` throws when called: a failed call, and no listener is left behind.
+      a.removeEventListener('abort', onAbort);
+      b?.removeEventListener('abort', onAbort);
+      reject(e);
+    }
   });
 }

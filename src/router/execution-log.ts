@@ -14,7 +14,13 @@ export function toJsonText(value: unknown): string {
     const s = JSON.stringify(value);
     return s === undefined ? 'null' : s;
   } catch (e) {
-    return JSON.stringify(`[unserialisable: ${e instanceof Error ? e.message : String(e)}]`);
+    let why: string;
+    try {
+      why = e instanceof Error ? String(e.message) : String(e);
+    } catch {
+      why = 'an error that cannot be read'; // what toJSON() threw has no text either
+    }
+    return JSON.stringify(`[unserialisable: ${why}]`);
   }
 }
 

@@ -281,14 +281,17 @@ export class EventRouter {
     const startedAt = this.now();
     const t0 = performance.now();
     let result: unknown;
+    let thenable: boolean;
     try {
       result = handler(args, handlerCtx);
+      // Inside the try: reading `then` may throw (a getter, a revoked Proxy); that is a failed call.
+      thenable = isThenable(result);
     } catch (e) {
       const [error, outcome] = failure(tool, e, stop);
       return Promise.resolve(this.settle(tool, args, ctx, call, undefined, error, outcome, startedAt, t0));
     }
-    if (!isThenable(result)) return Promise.resolve(this.settle(tool, args, ctx, call, result, undefined, 'ok', startedAt, t0));
-    return this.awaitOne(tool, args, ctx, call, result, stop, startedAt, t0);
+    if (!thenable) return Promise.resolve(this.settle(tool, args, ctx, call, result, undefined, 'ok', startedAt, t0));
+    return this.awaitOne(tool, args, ctx, call, result as PromiseLike<unknown>, stop, startedAt, t0);
   }
 
   /** The one attempt's pending result, raced against the cancel signal (never the interrupt). */
@@ -463,10 +466,31 @@ function routedCall(tool: RegisteredTool, args: unknown, ctx: DispatchContext): 
   return { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: tool.scope === 'specialist' };
 }
 
-/** What a handler's throw or rejection means: cancelled (by the cancel signal or the interrupt), or failed. */
+/**
+ * What a handler's throw or rejection means: cancelled, or failed. Cancelled is the router's own
+ * stop (the cancel signal raced, `Cancelled`), or a handler that honoured its aborted signal: it
+ * threw the signal's reason (or an error caused by it), an `AbortError` or a `TimeoutError`. A
+ * handler that ignored its signal and failed for a reason of its own failed (its message counts).
+ */
 function failure(tool: RegisteredTool, e: unknown, stop: AbortSignal | undefined): [string, ExecutionOutcome] {
-  if (e instanceof Cancelled || stop?.aborted) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
+  if (isCancellation(e, stop)) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
   return [`tool "${tool.name}" failed: ${errorMessage(e)}`, 'error'];
+}
+
+/** The router's own stop, or a rejection that answers the aborted signal: its reason, an error caused by it, an AbortError or a TimeoutError. */
+function isCancellation(e: unknown, stop: AbortSignal | undefined): boolean {
+  if (typeof e !== 'object' || e === null) return stop?.aborted === true && e === stop.reason;
+  try {
+    if (e instanceof Cancelled) return true;
+    if (stop?.aborted !== true) return false;
+    const reason: unknown = stop.reason;
+    if (e === reason) return true;
+    const name = (e as { name?: unknown }).name;
+    return name === 'AbortError' || name === 'TimeoutError' || (reason !== undefined && (e as { cause?: unknown }).cause === reason);
+  } catch {
+    // A thrown object that cannot be inspected (a revoked Proxy) is no answer to the signal.
+    return false;
+  }
 }
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {

@@ -3,7 +3,8 @@
  * The default of `turnstate serve` (under its data directory).
  *
  * Contract: both files are written to a temporary name and renamed, bytes first, so a record
- * exists only for complete bytes and a crash leaves no half artifact. Ids are checked against
+ * exists only for complete bytes and a crash leaves no half artifact. The bytes are copied before
+ * put() first awaits, so the caller may reuse its buffer at once. Ids are checked against
  * their form before any path is built, so no id reaches outside `dir`. `head` reads the small
  * record synchronously (a bounded cache keeps recent ones).
  */
@@ -46,7 +47,10 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
     kind: 'file',
     async put(input: ArtifactPut) {
       const record = artifactRecord(input, maxBytes, new Date().toISOString());
-      await writeAtomic(join(dir, `${record.artifactId}.bin`), input.data);
+      // A copy, before the first await: the caller may reuse its buffer as soon as put() returns
+      // (a Buffer's slice() is a view, so `new Uint8Array(...)`, which copies).
+      const bytes = new Uint8Array(input.data);
+      await writeAtomic(join(dir, `${record.artifactId}.bin`), bytes);
       await writeAtomic(join(dir, `${record.artifactId}.json`), JSON.stringify(record));
       remember(record);
       return record;

@@ -19,7 +19,8 @@ function untilAborted() {
       for (const w of waiting) if (signals.length >= w.n) w.resolve();
       ctx.signal.addEventListener('abort', () => {
         aborted.push(ctx.signal.reason);
-        reject(new Error('stopped by its signal'));
+        // Honouring the signal as fetch does: rejecting with its reason (tools.md).
+        reject(ctx.signal.reason);
       });
     });
   return { signals, aborted, handler, started };

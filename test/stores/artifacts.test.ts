@@ -46,6 +46,21 @@ for (const [kind, make] of stores) {
       expect(new TextDecoder().decode((await s.read(r.artifactId))!)).toBe('id,price\nTS205,42\n');
     });
 
+    it('artifacts:tool:put — "bytes are copied, so the caller may reuse its buffer": a buffer changed right after put() is called, before its promise settles, changes nothing stored', async () => {
+      const s = make();
+      const data = bytes('id,fare\n1,129\n');
+      const pending = s.put({ data, mimeType: 'text/csv', name: 'fares.csv', sessionId: 'sess_1' });
+      data.fill(0x21); // the caller reuses its buffer for the next chunk
+      const buf = Buffer.from('hello, world');
+      const view = buf.subarray(0, 5);
+      const pendingView = s.put({ data: view, mimeType: 'text/plain', sessionId: 'sess_1' });
+      buf.write('HACKD');
+      const [r, rv] = await Promise.all([pending, pendingView]);
+      expect(r.sizeBytes).toBe(14);
+      expect(new TextDecoder().decode((await s.read(r.artifactId))!)).toBe('id,fare\n1,129\n');
+      expect(Buffer.from((await s.read(rv.artifactId))!).toString()).toBe('hello');
+    });
+
     it('artifacts:store:ids — ids are distinct and unguessable; an unknown or malformed id is unknown', async () => {
       const s = make();
       const ids = new Set<string>();
