@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { RegisteredTool } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord } from '../types.js';
 import { isAnnotatedRecord, type AnnotatedRecord } from './annotated.js';
+import { Cancelled } from './call-limits.js';
 import type { DispatchContext } from './dispatch-context.js';
 import { executionRecordOf, toJsonText } from './execution-log.js';
 import { filterView, type Distribution, type FilterAndDistribute } from './filter-distribute.js';
@@ -198,4 +199,31 @@ function checkOutput(tool: RegisteredTool, value: unknown): string | undefined {
 /** A violation as text; messages that already lead with their location are kept as they are. */
 function violationText(v: { path: string; message: string }): string {
   return v.message.startsWith('/') || v.message.startsWith('(root)') ? v.message : `${v.path === '' ? '(root)' : v.path}: ${v.message}`;
+}
+
+/**
+ * What a handler's throw or rejection means: cancelled, or failed. Cancelled is the router's own
+ * stop (the cancel signal raced, `Cancelled`), or a handler that honoured its aborted signal: it
+ * threw the signal's reason (or an error caused by it), an `AbortError` or a `TimeoutError`. A
+ * handler that ignored its signal and failed for a reason of its own failed (its message counts).
+ */
+export function failure(tool: RegisteredTool, e: unknown, stop: AbortSignal | undefined): [string, ExecutionOutcome] {
+  if (isCancellation(e, stop)) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
+  return [`tool "${tool.name}" failed: ${errorMessage(e)}`, 'error'];
+}
+
+/** The router's own stop, or a rejection that answers the aborted signal: its reason, an error caused by it, an AbortError or a TimeoutError. */
+function isCancellation(e: unknown, stop: AbortSignal | undefined): boolean {
+  if (typeof e !== 'object' || e === null) return stop?.aborted === true && e === stop.reason;
+  try {
+    if (e instanceof Cancelled) return true;
+    if (stop?.aborted !== true) return false;
+    const reason: unknown = stop.reason;
+    if (e === reason) return true;
+    const name = (e as { name?: unknown }).name;
+    return name === 'AbortError' || name === 'TimeoutError' || (reason !== undefined && (e as { cause?: unknown }).cause === reason);
+  } catch {
+    // A thrown object that cannot be inspected (a revoked Proxy) is no answer to the signal.
+    return false;
+  }
 }

@@ -18,8 +18,8 @@ import { TurnstateError } from '../errors.js';
 import type { RegisteredTool, ToolContext, ToolHandler } from '../registries/types.js';
 import type { ExecutionOutcome, ExecutionRecord, Scope } from '../types.js';
 import type { AnnotatedRecord } from './annotated.js';
-import { attemptRecord, errorMessage, settleAttempt, type Attempt } from './attempt.js';
-import { backoff, Cancelled, Deadline, raceAbort } from './call-limits.js';
+import { attemptRecord, failure, settleAttempt, type Attempt } from './attempt.js';
+import { backoff, Deadline, raceAbort } from './call-limits.js';
 import { ContainedObservable } from './contained.js';
 import { handlerContext, stopSignal, unsignalledContext, type DispatchContext } from './dispatch-context.js';
 import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
@@ -464,33 +464,6 @@ export class EventRouter {
 
 function routedCall(tool: RegisteredTool, args: unknown, ctx: DispatchContext): RoutedCall {
   return { sessionId: ctx.sessionId, turnId: ctx.turnId, callId: ctx.callId, actor: ctx.actorName, tool: tool.name, scope: tool.scope, args, private: tool.scope === 'specialist' };
-}
-
-/**
- * What a handler's throw or rejection means: cancelled, or failed. Cancelled is the router's own
- * stop (the cancel signal raced, `Cancelled`), or a handler that honoured its aborted signal: it
- * threw the signal's reason (or an error caused by it), an `AbortError` or a `TimeoutError`. A
- * handler that ignored its signal and failed for a reason of its own failed (its message counts).
- */
-function failure(tool: RegisteredTool, e: unknown, stop: AbortSignal | undefined): [string, ExecutionOutcome] {
-  if (isCancellation(e, stop)) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
-  return [`tool "${tool.name}" failed: ${errorMessage(e)}`, 'error'];
-}
-
-/** The router's own stop, or a rejection that answers the aborted signal: its reason, an error caused by it, an AbortError or a TimeoutError. */
-function isCancellation(e: unknown, stop: AbortSignal | undefined): boolean {
-  if (typeof e !== 'object' || e === null) return stop?.aborted === true && e === stop.reason;
-  try {
-    if (e instanceof Cancelled) return true;
-    if (stop?.aborted !== true) return false;
-    const reason: unknown = stop.reason;
-    if (e === reason) return true;
-    const name = (e as { name?: unknown }).name;
-    return name === 'AbortError' || name === 'TimeoutError' || (reason !== undefined && (e as { cause?: unknown }).cause === reason);
-  } catch {
-    // A thrown object that cannot be inspected (a revoked Proxy) is no answer to the signal.
-    return false;
-  }
 }
 
 function isThenable(x: unknown): x is PromiseLike<unknown> {
