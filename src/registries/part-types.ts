@@ -205,6 +205,8 @@ function isRule(v: unknown): v is DeliveryRule {
 }
 
 /** Checks a consumer meta completely; throws a RegistrationError naming the id and the field. */
+const PART_TYPE_META_FIELDS = ['description', 'streamingPreferred', 'dataBearing', 'delivery', 'channels', 'inEnvelope', 'modelEmittable', 'carries', 'serialisation', 'transcript'];
+
 export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
   if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) {
     fail('part-types:meta:required', id, 'meta must be an object with description, streamingPreferred, dataBearing, delivery, inEnvelope, modelEmittable and carries');
@@ -256,6 +258,10 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
   }
   if (m.transcript !== undefined && !(TRANSCRIPTS as readonly unknown[]).includes(m.transcript)) {
     fail('part-types:meta:transcript', id, `meta.transcript must be one of ${TRANSCRIPTS.join(', ')}, or absent for parts a transcript does not show (got ${describe(m.transcript)})`);
+  }
+  // Last (the checks above hint at misplaced rules): a misspelt field is refused, not ignored (a delivery rule under a typo would silently not apply).
+  for (const key of Object.keys(m)) {
+    if (!PART_TYPE_META_FIELDS.includes(key)) fail('part-types:meta:field-unknown', id, `meta.${key} is not a part-type field; the fields are ${PART_TYPE_META_FIELDS.join(', ')}`);
   }
   return m as unknown as PartTypeMeta;
 }

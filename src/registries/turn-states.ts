@@ -82,11 +82,17 @@ function isStringArray(v: unknown): v is string[] {
 }
 
 /** Checks consumer metadata; throws a RegistrationError naming the id, the rule and the fix. */
+const TURN_STATE_META_FIELDS = ['description', 'isTerminal', 'emitsEnvelope', 'holdsActor', 'handsOff', 'resumeOn', 'requires'];
+
 export function validateTurnStateMeta(id: string, meta: unknown, knownPartType?: (id: string) => boolean): TurnStateMeta {
   if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) {
     fail('turn-states:meta:required', id, 'meta must be an object with description, isTerminal, emitsEnvelope and holdsActor');
   }
   const m = meta as Record<string, unknown>;
+  // A misspelt field is refused, not ignored (a requirement under a typo would silently not apply).
+  for (const key of Object.keys(m)) {
+    if (!TURN_STATE_META_FIELDS.includes(key)) fail('turn-states:meta:field-unknown', id, `meta.${key} is not a turn-state field; the fields are ${TURN_STATE_META_FIELDS.join(', ')}`);
+  }
   if (typeof m.description !== 'string' || m.description.trim() === '') {
     fail('turn-states:meta:description', id, 'meta.description must be a non-empty string (it is shown to the model)');
   }

@@ -256,3 +256,15 @@ describe('PartTypeRegistry: consumer registration', () => {
     expect(() => b.deliveryFor('audio', 'streaming')).toThrow(TurnstateError);
   });
 });
+
+describe('PartTypeRegistry: misspelt fields', () => {
+  it('part-types:meta:field-unknown — a meta field the registry does not know (inEnvelop, modelEmitable) is rejected naming it and the fields, not ignored', () => {
+    const r = new PartTypeRegistry();
+    for (const typo of ['inEnvelop', 'modelEmitable', 'serialization']) {
+      const e = registrationError(() => r.register({ id: 'audio', meta: { ...audioMeta(), [typo]: true } as unknown as PartTypeMeta }));
+      expect(e.rule).toBe('part-types:meta:field-unknown');
+      expect(e.message).toContain(`meta.${typo} is not a part-type field`);
+    }
+    expect(r.has('audio')).toBe(false);
+  });
+});

@@ -223,3 +223,15 @@ describe('TurnStateRegistry: consumer registration', () => {
     expect(new TurnStateRegistry().has('cancelled')).toBe(false);
   });
 });
+
+describe('TurnStateRegistry: misspelt fields', () => {
+  it('turn-states:meta:field-unknown — a meta field the registry does not know (a typo such as requries) is rejected naming it and the fields, not ignored', () => {
+    const r = new TurnStateRegistry();
+    const e = registrationError(() => r.register({ id: 'cancelled', meta: { ...terminal(), requries: { partTypes: ['response'] } } as unknown as TurnStateMeta }));
+    expect(e.rule).toBe('turn-states:meta:field-unknown');
+    expect(e.message).toMatch(/meta\.requries is not a turn-state field; the fields are description, isTerminal/);
+    expect(r.has('cancelled')).toBe(false);
+    r.register({ id: 'cancelled', meta: terminal() });
+    expect(r.has('cancelled')).toBe(true);
+  });
+});
