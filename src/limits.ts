@@ -16,6 +16,11 @@ export interface RuntimeLimits {
   /** Characters of a tool result kept in the execution log. */
   executionResultMaxChars: number;
   /**
+   * Characters of a tool result the model is shown (every later request of the session carries
+   * it again): a longer one is cut, with a note saying how long it was. Default 100,000.
+   */
+  toolResultMaxChars: number;
+  /**
    * Messages that may wait behind a session's running turn (queued, or joined to it under
    * `interrupt`); one more is refused with TurnstateError('session.queue_full') (HTTP 429).
    * Default 100.
@@ -34,6 +39,7 @@ export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
   maxFreeTextNudges: 2,
   maxHandoffsPerTurn: 4,
   executionResultMaxChars: 8192,
+  toolResultMaxChars: 100_000,
   maxQueuedMessages: 100,
   historyCacheEntries: 100_000,
 });

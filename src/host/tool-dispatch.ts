@@ -19,7 +19,7 @@ import type { RegisteredTool } from '../registries/types.js';
 import type { DispatchContext } from '../router/dispatch-context.js';
 import { principalOf, type HostCore } from './core.js';
 import { toolNotEnabledMessage, type ActorTools } from './tool-catalog.js';
-import { denialText, OutcomeBatch } from './tool-results.js';
+import { denialText, forModel, OutcomeBatch } from './tool-results.js';
 import { countSignalCalls, type ActiveTurn } from './turn.js';
 
 export async function dispatchTools(core: HostCore, t: ActiveTurn, actorName: string, uses: readonly ToolUseBlock[], tools: ActorTools): Promise<void> {
@@ -196,7 +196,8 @@ export async function runTool(
   if (core.closed) return;
   if (approval) for (const x of d.executions) x.approvalId = approval.approvalId;
   const at = core.deps.clock.iso();
-  const batch = new OutcomeBatch(journal, at).add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content: d.llmContent, isError: d.isError, view: d.uiView });
+  const content = forModel(d.llmContent, core.deps.limits.toolResultMaxChars);
+  const batch = new OutcomeBatch(journal, at).add({ turnId: t.turnId, actor: actorName, callId: u.id, tool: u.name, content, isError: d.isError, view: d.uiView });
   const mailbox: MailboxEntry[] = batch.mailbox;
   if (d.data !== undefined && !d.isError) mailbox.push({ kind: 'data', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, data: d.data });
   if (d.dataKind !== undefined) for (const e of surfaceEvents(core, t, actorName, { kind: d.dataKind, data: d.data, callId: u.id }, core.machine.state())) batch.events.push(e);

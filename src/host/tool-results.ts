@@ -14,6 +14,18 @@ export function unknownOutcomeText(tool: string): string {
   return `The outcome of ${tool} is unknown: the runtime restarted while it was running, and it was not run again. Check its effect before calling it again.`;
 }
 
+/**
+ * What the model is shown of a tool result: the whole text up to `max` characters, else its start
+ * and a note saying how much was left out (the tool.result event and the execution log keep theirs).
+ * Every later request of the session carries it again, so one huge result must not fill the context.
+ */
+export function forModel(content: string, max: number): string {
+  if (content.length <= max) return content;
+  // Never cut a surrogate pair in two.
+  const end = max > 0 && (content.charCodeAt(max - 1) & 0xfc00) === 0xd800 ? max - 1 : max;
+  return `${content.slice(0, end)}\n[truncated: the result is ${content.length} characters; the first ${end} are shown]`;
+}
+
 export interface ToolOutcome {
   turnId: string;
   actor: string;

@@ -281,6 +281,35 @@ describe('router through the runtime', () => {
     expect(toolResultsIn(model.requests[1]!)[0].content.length).toBeGreaterThan(5000);
   });
 
+  it('tools:result:model-cap — "a longer one is cut, with a note saying how long it was": the model is shown at most toolResultMaxChars of a tool result (never half a surrogate pair), the tool.result event keeps it whole, and later requests carry only the cut text', async () => {
+    const { rt, model } = harness(
+      {
+        rules: [
+          { when: { on: 'user', text: 'first' }, respond: answer(toolUse('big', { q: 'x' })) },
+          { when: { on: 'tool_result' }, respond: answer(respond([part('response', 'ok')], 'complete')) },
+          { when: { on: 'user' }, respond: answer(respond([part('response', 'again')], 'complete')) },
+        ],
+      },
+      { limits: { toolResultMaxChars: 100 } },
+    );
+    // 99 characters, then an emoji (a surrogate pair) across the cut.
+    const text = 'a'.repeat(99) + '\u{1F600}' + 'b'.repeat(5000);
+    rt.registries.tools.register({ name: 'big', description: 'Big result', inputSchema: { type: 'object' }, scope: 'generalist', handler: () => text });
+    rt.registries.actors.register({ name: 'a', tools: ['big'] });
+    const s = await rt.createSession({ actor: 'a' });
+    const rec = new Recorder(s);
+    await (await s.send('first')).settled;
+    const shown = toolResultsIn(model.requests[1]!)[0].content as string;
+    expect(shown).toBe(`${'a'.repeat(99)}\n[truncated: the result is ${text.length} characters; the first 99 are shown]`);
+    expect(rec.of('tool.result')[0]!.view).toBe(text);
+    await (await s.send('second')).settled;
+    const later = JSON.stringify(model.requests.at(-1)!.messages);
+    expect(later).toContain('[truncated: the result is');
+    expect(later).not.toContain('bbbb');
+    // A cap of 0 would show the model nothing: refused.
+    expect(() => harness({ rules: [] }, { limits: { toolResultMaxChars: 0 } })).toThrow(/limits\.toolResultMaxChars must be an integer of at least 1/);
+  });
+
   it('tools:context:fields — a handler gets actorName, sessionId, turnId, callId, identity and, after approval, the decision', async () => {
     const { rt } = harness({
       rules: [
