@@ -4,11 +4,10 @@
  * page and its WebSocket, all over 127.0.0.1.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
+import type { BrowserContext, Page, WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import type { ModelPort } from '../../src/machines/ports.js';
@@ -19,16 +18,12 @@ import { startServer, type RunningServer } from '../../src/transports/server.js'
 import { createStreamsTransport } from '../../src/transports/streams/index.js';
 import type { Authenticate } from '../../src/transports/types.js';
 import type { Part, SessionEvent } from '../../src/types.js';
+import { haveChromium, launchChromium } from './chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
-if (!existsSync(CHROMIUM)) {
-  const msg = `Chromium is missing at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium) to run the demo page test`;
-  if (process.env.CI) throw new Error(msg);
-  console.warn(`\n!!! SKIPPING test/web: ${msg}\n`);
-}
+const CHROMIUM_OK = haveChromium('test/web/demo');
 
 /** The scripted model, with a pause between stream events so a turn takes long enough to interrupt. */
 function paced(inner: ModelPort, ms: number): ModelPort {
@@ -43,11 +38,11 @@ function paced(inner: ModelPort, ms: number): ModelPort {
   };
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromium', () => {
+describe.skipIf(!CHROMIUM_OK)('web: the travel desk demo page in Chromium', () => {
   let server: RunningServer;
   let ctx: BrowserContext;
   let page: Page;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
   const sockets = new Set<Socket>();
   // The travel desk, plus one exchange where a streamed answer is rejected and taken back.
   const hasty = 'A hasty answer that I take back.';
@@ -78,20 +73,13 @@ describe.skipIf(!existsSync(CHROMIUM))('web: the travel desk demo page in Chromi
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
     });
-    profile = mkdtempSync(join(tmpdir(), 'turnstate-chromium-'));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 900, height: 1100 },
-    });
+    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 1100 }));
     page = ctx.pages()[0] ?? (await ctx.newPage());
   }, 60_000);
 
   afterAll(async () => {
-    await ctx?.close();
+    await closeBrowser?.();
     await server?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   const sessionId = (): Promise<string> => page.evaluate(() => document.body.dataset.sessionId ?? '');

@@ -4,10 +4,8 @@
  * policy without `style-src-attr` silently drops (docs/concepts/surfaces.md).
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -15,22 +13,17 @@ import { createRuntime } from '../../src/runtime.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
 import { startServer, type RunningServer } from '../../src/transports/server.js';
 import { createStreamsTransport } from '../../src/transports/streams/index.js';
+import { haveChromium, launchChromium } from './chromium.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ROOT = resolve(import.meta.dirname, '..', '..');
-
-if (!existsSync(CHROMIUM)) {
-  const msg = `Chromium is missing at ${CHROMIUM}: install Debian's chromium (apt-get install -y chromium) to run the surface layout test`;
-  if (process.env.CI) throw new Error(msg);
-  console.warn(`\n!!! SKIPPING test/web/surface-layout: ${msg}\n`);
-}
+const CHROMIUM_OK = haveChromium('test/web/surface-layout');
 
 const CATALOG = 'https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json';
 
-describe.skipIf(!existsSync(CHROMIUM))('web: surface layout under the page CSP', () => {
+describe.skipIf(!CHROMIUM_OK)('web: surface layout under the page CSP', () => {
   let server: RunningServer;
   let ctx: BrowserContext;
-  let profile: string;
+  let closeBrowser: (() => Promise<void>) | undefined;
   const csp: string[] = [];
 
   beforeAll(async () => {
@@ -78,19 +71,12 @@ describe.skipIf(!existsSync(CHROMIUM))('web: surface layout under the page CSP',
       port: 0,
       transports: [createAapTransport({ runtime, agents: desk.agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
     });
-    profile = mkdtempSync(join(tmpdir(), 'turnstate-chromium-'));
-    ctx = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 900, height: 900 },
-    });
+    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 900 }));
   }, 60_000);
 
   afterAll(async () => {
-    await ctx?.close();
+    await closeBrowser?.();
     await server?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('web:surface:layout — "a Row child\'s weight is its flex grow" survives the page CSP: weights 1 and 3 share the row one to three, and no CSP violation is logged', async () => {
