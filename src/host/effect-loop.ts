@@ -237,8 +237,17 @@ export class EffectLoop {
     this.host.requeue(t);
     this.host.machine.send({ type: 'SETTLE' });
     this.host.endTurn();
-    await this.host.journal.commit({ events }, true);
-    this.host.journal.barrier();
+    try {
+      await this.host.journal.commit({ events }, true);
+      this.host.journal.barrier();
+    } catch (err) {
+      // The settlement was not written: its sender learns the turn failed, and the host gives way
+      // to one restored from the store (where the turn has not settled: it resumes there).
+      const error = { code: err instanceof TurnstateError ? err.code : 'store.write_failed', message: err instanceof Error ? err.message : String(err) };
+      t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error });
+      this.host.writeFailed();
+      return;
+    }
     t.resolve(outcome);
     // At once, as the sender learns of the settlement: the next queued turn starts, or the
     // session goes idle (and sleeps) before anything the sender does next.

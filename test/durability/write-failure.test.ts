@@ -135,3 +135,29 @@ describe.each([
     await rt.close();
   });
 });
+
+describe.each([
+  ['sqlite (group commit)', () => createSqliteStore({ path: join(dir, `${Math.random().toString(36).slice(2)}.db`) })],
+  ['memory', () => createMemoryStore()],
+])('a write that fails mid-turn on the %s store', (_name, makeStore) => {
+  it.each([['tool.result'], ['turn.settled']])(
+    'durability:write-failed:settles — when the write holding %s fails, the sender\'s settled resolves with the error (it never hangs); the session, restored from the store, finishes the turn there and takes the next message; the log stays 1..n',
+    async (failOn) => {
+      const store = makeStore();
+      const arm = failingNext(store, (step) => step.events?.some((e) => e.type === failOn) === true);
+      const rt = buildDesk({ store, sideLog: join(dir, 'side-midturn.log') });
+      const s = await rt.createSession({ actor: 'desk' });
+      expect((await (await s.send('hello')).settled).finalizedBy).toBe('complete');
+      arm();
+      const r = await s.send('charge 5');
+      const out = await Promise.race([r.settled, new Promise<'hung'>((res) => setTimeout(() => res('hung'), 5000))]);
+      expect(out).toMatchObject({ finalizedBy: 'error', stop: 'error', error: { message: expect.stringContaining('disk I/O error (injected)') } });
+      expect((await (await s.send('hello again')).settled).finalizedBy).toBe('complete');
+      const log = await rt.history(s.id);
+      log.forEach((e, i) => expect(e.seq).toBe(i + 1));
+      expect(log.filter((e) => e.type === 'turn.started').map((e) => e.type === 'turn.started' && e.input.text)).toEqual(['hello', 'charge 5', 'hello again']);
+      expect(log.filter((e) => e.type === 'turn.settled')).toHaveLength(3);
+      await rt.close();
+    },
+  );
+});
