@@ -40,7 +40,6 @@ import { artifactPartCheck } from './envelope/artifacts.js';
 import { surfacePartCheck } from './envelope/surface-check.js';
 import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 
-/** The limits this module adds checks for: a count (`min` or more). */
 /** The options a runtime is made with: ports that can serve, functions where functions go (runtime.options naming the option). */
 function checkOptions(options: RuntimeOptions): void {
   const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);

@@ -93,8 +93,8 @@ export function carryJoined(t: ActiveTurn): InboundMessage[] {
 export function requeueJoined(s: BusySession, t: ActiveTurn): void {
   for (const m of t.joined) {
     const sender = t.joinedBy?.get(m);
-    const d = sender ?? deferred<TurnOutcome>();
-    const q = { turnId: s.deps.newId('turn'), message: m, opts: t.opts, resolve: d.resolve, reject: () => {}, promise: d.promise };
+    const { resolve, reject, promise } = sender ?? deferred<TurnOutcome>();
+    const q = { turnId: s.deps.newId('turn'), message: m, opts: t.opts, resolve, reject, promise };
     s.queue.requeue(q, sender?.pos);
   }
   t.joined = [];

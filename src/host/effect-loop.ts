@@ -241,11 +241,8 @@ export class EffectLoop {
       await this.host.journal.commit({ events }, true);
       this.host.journal.barrier();
     } catch (err) {
-      // The settlement was not written: its sender learns the turn failed, and the host gives way
-      // to one restored from the store (where the turn has not settled: it resumes there).
-      const error = { code: err instanceof TurnstateError ? err.code : 'store.write_failed', message: err instanceof Error ? err.message : String(err) };
-      t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error });
-      this.host.writeFailed();
+      // The settlement was not written (in the store the turn has not settled: it resumes there).
+      this.giveUp(t, errorOf(err, 'store.write_failed'));
       return;
     }
     t.resolve(outcome);
@@ -258,8 +255,8 @@ export class EffectLoop {
   private async fail(t: ActiveTurn, err: unknown): Promise<number> {
     // A host stopped mid-step (shutdown, passivation) records nothing more; recover() resumes it.
     if (this.host.closed || this.host.turn !== t) return GO_ON;
-    const code = err instanceof TurnstateError ? err.code : 'runtime.internal';
-    const message = err instanceof Error ? err.message : String(err);
+    const error = errorOf(err, 'runtime.internal');
+    const { code, message } = error;
     // What the failed step had not committed never happened.
     this.host.machine.effects.length = 0;
     this.out = [];
@@ -275,13 +272,26 @@ export class EffectLoop {
       if (this.host.machine.effects.length === 0) throw err;
       return await this.drain(t);
     } catch {
-      // The store itself failed: nothing more can be recorded; release waiters.
-      this.host.machine.effects.length = 0;
-      t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error: { code, message } });
-      this.host.endTurn();
-      this.host.released();
-      this.host.writeFailed();
+      // The store itself failed: nothing more can be recorded.
+      this.giveUp(t, error);
       return GO_ON;
     }
   }
+
+  /**
+   * Nothing more can be recorded for `t`: its sender learns the turn failed with `error`, waiters
+   * are released, and the host gives way to one restored from the store.
+   */
+  private giveUp(t: ActiveTurn, error: { code: string; message: string }): void {
+    this.host.machine.effects.length = 0;
+    t.resolve({ turnId: t.turnId, finalizedBy: 'error', stop: 'error', parts: t.parts, usage: t.usage, error });
+    this.host.endTurn();
+    this.host.released();
+    this.host.writeFailed();
+  }
+}
+
+/** A thrown value as a turn's error: a TurnstateError's code, else `fallback`. */
+function errorOf(err: unknown, fallback: string): { code: string; message: string } {
+  return { code: err instanceof TurnstateError ? err.code : fallback, message: err instanceof Error ? err.message : String(err) };
 }

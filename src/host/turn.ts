@@ -47,7 +47,7 @@ export interface ActiveTurn {
    * in arrival order and what its `settled` follows, this turn once the message reached a model
    * request, else the turn it is requeued as.
    */
-  joinedBy?: Map<InboundMessage, { pos: number; resolve: (o: TurnOutcome) => void; promise: Promise<TurnOutcome> }>;
+  joinedBy?: Map<InboundMessage, { pos: number } & ReturnType<typeof deferred<TurnOutcome>>>;
   abort: AbortController | null;
   /**
    * The signal of the turn's tool handlers, made at its first tool call and never handed to
