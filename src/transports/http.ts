@@ -6,7 +6,8 @@
  * Contract: every helper here that writes a response writes it completely (headers + body)
  * or not at all; none throws after headers are sent.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { TurnstateError } from '../errors.js';
 import type { Principal } from '../types.js';
 import type { Authenticate } from './types.js';
@@ -144,6 +145,21 @@ export function clientErrorResponse(err: Error & { code?: string; reason?: strin
   return (
     `HTTP/1.1 ${status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
     `cache-control: no-store\r\nconnection: close\r\n\r\n${body}`
+  );
+}
+
+/** Refuses a WebSocket upgrade with `status` and a JSON error body, then closes the socket. */
+export function rejectUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(errorBody(code, message));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n` +
+      (status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '') +
+      `\r\n${body}`,
   );
 }
 

@@ -17,7 +17,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../api.js';
-import { HttpError, clientErrorResponse, requestUrl, sendError, sendJson } from './http.js';
+import { HttpError, clientErrorResponse, rejectUpgrade, requestUrl, sendError, sendJson } from './http.js';
 import type { HttpTransport } from './types.js';
 
 export interface StartServerOptions {
@@ -79,16 +79,11 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const refused = hostProblem(req);
-    if (refused !== undefined) {
-      const body = JSON.stringify({ error: { code: refused.code, message: refused.message } });
-      socket.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-      return;
-    }
+    if (refused !== undefined) return rejectUpgrade(socket, refused.status, refused.code, refused.message);
     for (const t of transports) {
       if (t.upgrade !== undefined && t.upgrade(req, socket, head)) return;
     }
-    const body = JSON.stringify({ error: { code: 'route.not_found', message: `no WebSocket endpoint at ${requestUrl(req).pathname}` } });
-    socket.end(`HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    rejectUpgrade(socket, 404, 'route.not_found', `no WebSocket endpoint at ${requestUrl(req).pathname}`);
   });
   server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
     const response = socket.writable ? clientErrorResponse(err) : undefined;

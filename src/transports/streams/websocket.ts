@@ -12,14 +12,14 @@
  *   problem and the connection stays up; 20 bad frames in a row close it with 1008.
  * - A session or approval of another tenant is answered exactly like a missing one.
  */
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal } from '../../types.js';
-import { ANONYMOUS_PRINCIPAL } from '../http.js';
+import { ANONYMOUS_PRINCIPAL, rejectUpgrade } from '../http.js';
 import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
 import {
   CloseCode,
@@ -119,20 +119,6 @@ async function authenticate(
   const r = await ctx.authenticate(req);
   if (r.ok) return r;
   return { ok: false, status: r.status, code: r.status === 401 ? 'auth.unauthenticated' : 'auth.forbidden', message: r.message };
-}
-
-function rejectUpgrade(socket: Duplex, status: number, code: string, message: string): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const body = JSON.stringify({ error: { code, message } });
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n` +
-      (status === 401 ? 'WWW-Authenticate: Bearer\r\n' : '') +
-      `\r\n${body}`,
-  );
 }
 
 class WsConnection implements StreamConnection {
