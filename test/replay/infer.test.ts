@@ -11,6 +11,7 @@ import type { ModelScript } from '../../src/models/script.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import { replaySession } from '../../src/index.js';
 import type { Registries } from '../../src/registries/types.js';
+import type { SessionHandle } from '../../src/api.js';
 import { readRecording } from '../../src/replay/recording.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
 
@@ -22,17 +23,24 @@ const respond = (text: string, partType: string, turnState: string, passTo?: str
 const dir = mkdtempSync(join(tmpdir(), 'turnstate-infer-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** Records session `name` of `actor` into a SQLite file, driven by `drive`; the file's path. */
+async function record(name: string, setup: (reg: Registries) => void, script: ModelScript, actor: string, drive: (s: SessionHandle) => Promise<void>): Promise<string> {
+  const path = join(dir, `${name}.db`);
+  const rt = createRuntime({ model: createScriptedModel(script), store: createSqliteStore({ path }) });
+  setup(rt.registries);
+  await drive(await rt.createSession({ id: name, actor }));
+  await rt.close();
+  return path;
+}
+
 /**
  * Records one turn of `actor` under `setup` and `script` (it ends in `finalizedBy`), then replays
  * it with the setup and with registrations inferred from the recording: both must be identical.
  */
 async function recordAndReplay(name: string, setup: (reg: Registries) => void, script: ModelScript, actor: string, text: string, finalizedBy: string): Promise<void> {
-  const path = join(dir, `${name}.db`);
-  const rt = createRuntime({ model: createScriptedModel(script), store: createSqliteStore({ path }) });
-  setup(rt.registries);
-  const s = await rt.createSession({ id: name, actor });
-  expect((await (await s.send(text)).settled).finalizedBy).toBe(finalizedBy);
-  await rt.close();
+  const path = await record(name, setup, script, actor, async (s) => {
+    expect((await (await s.send(text)).settled).finalizedBy).toBe(finalizedBy);
+  });
   const ro = createSqliteStore({ path, readonly: true });
   try {
     expect((await replaySession(ro, name, { setup })).diff.identical).toBe(true);
@@ -92,16 +100,12 @@ const twoHolds = {
   },
 };
 
-async function recordTwoHolds(name: string): Promise<string> {
-  const path = join(dir, `${name}.db`);
-  const rt = createRuntime({ model: createScriptedModel(twoHolds.script), store: createSqliteStore({ path }) });
-  twoHolds.setup(rt.registries);
-  const s = await rt.createSession({ id: name, actor: 'till' });
-  expect((await (await s.send('[urgent] order the ferry ticket')).settled).finalizedBy).toBe('awaiting-review');
-  expect((await (await s.inject({ kind: 'resume', resumeOn: 'review', payload: { ok: true } }))!.settled).finalizedBy).toBe('awaiting-payment');
-  expect((await (await s.inject({ kind: 'resume', resumeOn: 'payment-confirmed', payload: { amount: 42 } }))!.settled).finalizedBy).toBe('complete');
-  await rt.close();
-  return path;
+function recordTwoHolds(name: string): Promise<string> {
+  return record(name, twoHolds.setup, twoHolds.script, 'till', async (s) => {
+    expect((await (await s.send('[urgent] order the ferry ticket')).settled).finalizedBy).toBe('awaiting-review');
+    expect((await (await s.inject({ kind: 'resume', resumeOn: 'review', payload: { ok: true } }))!.settled).finalizedBy).toBe('awaiting-payment');
+    expect((await (await s.inject({ kind: 'resume', resumeOn: 'payment-confirmed', payload: { amount: 42 } }))!.settled).finalizedBy).toBe('complete');
+  });
 }
 
 it('replay:exact:consumer-hold — each of two holding states in one turn replays with the injection that resumed it, inferred from the turnState.changed that records it (a user message starting with "[urgent] " is no injection)', async () => {
