@@ -94,6 +94,8 @@ class SessionRef implements SessionHandle {
     return (await this.live(this.id)).inject(i);
   }
   async answerApproval(...a: Parameters<SessionHandle['answerApproval']>) {
+    // Checked before the session is looked up (or woken); runtime.answerApproval checks the same.
+    checkAnswer(a[1], a[2], a[3]);
     return (await this.live(this.id)).answerApproval(...a);
   }
   events(afterSeq?: number) {

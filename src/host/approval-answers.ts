@@ -6,7 +6,8 @@
  *   says who answered first, how and when (`approval.already_resolved`).
  * - An answer that is not `{ approved: boolean, reason?: string }` (a reason of at most
  *   MAX_APPROVAL_REASON_CHARS), from a principal object via a named channel, is refused with
- *   `approval.invalid` naming the field, before anything is looked up.
+ *   `approval.invalid` naming the field, before anything is looked up (`checkAnswer`, at the
+ *   session API's edges: a session handle and `runtime.answerApproval`).
  * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`, pending or
  *   resolved (a resolved approval's record is not shown to it); an approval
  *   of another session is `approval.not_found` (never confirmed to exist).
@@ -44,7 +45,6 @@ export async function resolveApproval(
   by: Principal,
   via: string,
 ): Promise<AnswerResult> {
-  checkAnswer(answer, by, via);
   const { store, canAnswerApproval, clock } = core.deps;
   const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
   const record = await store.getApproval(approvalId);
