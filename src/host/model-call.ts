@@ -18,7 +18,7 @@ import { ModelError } from '../errors.js';
 import type { ResponseSummary } from '../machines/actor.machine.js';
 import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
 import type { ActorDefinition } from '../registries/types.js';
-import { RESPOND_TOOL_NAME, RespondRule, isCompatTool, type RespondResult } from '../respond/index.js';
+import { MARK_WORK_COMPLETE_SUCCESS, MARK_WORK_COMPLETE_TOOL, RESPOND_TOOL_NAME, RespondRule, isCompatTool, type RespondResult } from '../respond/index.js';
 import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
@@ -47,8 +47,17 @@ export type ModelCallOutcome =
 /** Stop reasons that leave the response's tool uses undispatched. */
 const UNDISPATCHED = new Set(['max_tokens', 'model_context_window_exceeded', 'refusal']);
 
-/** A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility). */
-export function compatCall(t: ActiveTurn, b: ToolUseBlock, actor: ActorDefinition): { result: RespondResult; content: string } {
+/**
+ * A respond_to_user / mark_work_complete call as a respond() result (spec 003 compatibility).
+ * `deferCompletion`: a mark_work_complete whose response is still streaming is only checked; it
+ * completes the turn at the response's end, if the response is accepted (see callModel).
+ */
+export function compatCall(
+  t: ActiveTurn,
+  b: ToolUseBlock,
+  actor: ActorDefinition,
+  opts: { deferCompletion?: boolean } = {},
+): { result: RespondResult; content: string } {
   // Input the adapter could not read as one JSON object never reaches the tracker (it would see
   // `{}`: a mark_work_complete summary silently lost), as for respond() and every other tool.
   if (b.duplicateKey !== undefined || b.inputError) {
@@ -62,6 +71,12 @@ export function compatCall(t: ActiveTurn, b: ToolUseBlock, actor: ActorDefinitio
     return { result: { ok: false, violations: [{ rule, path: b.duplicateKey ?? '', message }], message: content }, content };
   }
   const tracker = compatTrackerOf(t, actor);
+  if (b.name === MARK_WORK_COMPLETE_TOOL && opts.deferCompletion) {
+    // Applied at the response's end (completeCompat), once the response is accepted: checked only.
+    const c = tracker.checkComplete(b.input);
+    if (!c.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: c.message }], message: c.message }, content: c.message };
+    return { result: { ok: true, call: { parts: [], turnState: 'complete' }, events: [] }, content: MARK_WORK_COMPLETE_SUCCESS };
+  }
   const r = tracker.onCall(b.name, b.input);
   if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
   const parts: Part[] = [];
@@ -118,7 +133,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     t.signalCalls = 0;
   }
   const compat = isCompatActor(actorDef);
-  const order = new ResponseOrder(deps.registries.turnStates);
+  const order = new ResponseOrder(deps.registries.turnStates, compat);
   const toolUses: ToolUseBlock[] = [];
   let freeText = '';
   let stopReason = 'end_turn';
@@ -188,7 +203,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
           if (b.type === 'tool_use') {
             streams.get(ev.index)?.parser.end();
             if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
-              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef, sessionOf(core)), content: RESPOND_OK } : compatCall(t, b, actorDef);
+              const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef, sessionOf(core)), content: RESPOND_OK } : compatCall(t, b, actorDef, { deferCompletion: true });
               const call = order.add(b, result, ok);
               // A progress call applies at once: its parts reach subscribers now.
               if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);
@@ -228,7 +243,22 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   if (t.interrupted) return { kind: 'interrupted', written: keepApplied('interrupted') };
   t.usage = addUsage(t.usage, usage);
 
-  const { change: deferred, rejected } = order.finish(toolUses);
+  // Spec 003: assistant text is internal; it is the fallback an incomplete turn delivers, and what
+  // a mark_work_complete of this response delivers when no respond_to_user came before it.
+  const tracker = compat ? compatTrackerOf(t, actorDef) : undefined;
+  tracker?.onAssistantText(freeText);
+  let { change: deferred, rejected } = order.finish(toolUses);
+  if (tracker !== undefined && deferred !== undefined) {
+    // The response is accepted: its mark_work_complete completes the turn now, or is refused
+    // (nothing to deliver) as any call the model can make again.
+    const done = compatCall(t, deferred.block, actorDef);
+    deferred.result = done.result as typeof deferred.result;
+    deferred.content = done.content;
+    if (!done.result.ok) {
+      deferred = undefined;
+      rejected++;
+    }
+  }
   const at = deps.clock.iso();
   const mailbox2: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content }];
   for (const a of order.calls) {
@@ -247,13 +277,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   const step: StepCommit = { events, mailbox: mailbox2 };
   const change: { callId: string; result: Accepted } | undefined = deferred ? { callId: deferred.block.id, result: deferred.result } : undefined;
   const applied = order.calls.length - rejected;
-  let fallback = false;
-  if (compat) {
-    // Spec 003: assistant text is internal; it is the fallback an incomplete turn delivers.
-    const tracker = compatTrackerOf(t, actorDef);
-    tracker.onAssistantText(freeText);
-    fallback = order.calls.length === 0 && tracker.userResponse !== undefined && !tracker.completed;
-  }
+  const fallback = tracker !== undefined && order.calls.length === 0 && tracker.userResponse !== undefined && !tracker.completed;
   const summary: ResponseSummary = {
     toolUses: UNDISPATCHED.has(stopReason) ? 0 : toolUses.length,
     rejected,

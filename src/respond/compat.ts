@@ -29,7 +29,7 @@
  */
 import type { ActorDefinition } from '../registries/types.js';
 import type { MailboxEntry, ModelTool, Part } from '../types.js';
-import type { RespondEvent } from './types.js';
+import type { RespondEvent, RespondResult } from './types.js';
 
 export const RESPOND_TO_USER_TOOL = 'respond_to_user';
 export const MARK_WORK_COMPLETE_TOOL = 'mark_work_complete';
@@ -149,9 +149,23 @@ export type CompatCallResult =
       message: string;
     };
 
+/**
+ * A refused compatibility call as a respond() result: the model reads `error` in spec 003's
+ * result form ({"success":false,"error":...}), as it does the tracker's own refusals.
+ */
+export function compatRejection(rule: string, error: string): Extract<RespondResult, { ok: false }> {
+  return { ok: false, violations: [{ rule, path: '', message: error }], message: JSON.stringify({ success: false, error }) };
+}
+
 /** Per-turn state of the compatibility mode. */
 export interface CompatTracker {
   onCall(name: string, input: unknown): CompatCallResult;
+  /**
+   * Checks a mark_work_complete call's input without applying it: the host applies the call
+   * (onCall) only at its response's end, once the response is accepted, with the response's text
+   * and later drafts known; a response that is cut or refused never completed anything.
+   */
+  checkComplete(input: unknown): { ok: true } | { ok: false; message: string };
   /** Free assistant text (internal in this mode); the last non-empty one is the fallback final text. */
   onAssistantText(text: string): void;
   /** The last respond_to_user text (trimmed), else `finalContent`. */
@@ -213,9 +227,17 @@ export function createCompatTracker(options: CompatOptions = NO_DRAFTS): CompatT
     };
   }
 
-  function markWorkComplete(input: unknown): CompatCallResult {
+  function checkComplete(input: unknown): { ok: true } | { ok: false; message: string } {
+    if (completed) return { ok: false, message: COMPAT_ALREADY_COMPLETE };
     const raw = field(input, 'summary');
     if (raw !== undefined && raw !== null && typeof raw !== 'string') return { ok: false, message: MARK_WORK_COMPLETE_SUMMARY_TYPE };
+    return { ok: true };
+  }
+
+  function markWorkComplete(input: unknown): CompatCallResult {
+    const checked = checkComplete(input);
+    if (!checked.ok) return checked;
+    const raw = field(input, 'summary');
     const trimmed = typeof raw === 'string' ? raw.trim() : '';
     const nextSummary = trimmed === '' ? undefined : trimmed;
     const events: RespondEvent[] = [];
@@ -242,6 +264,7 @@ export function createCompatTracker(options: CompatOptions = NO_DRAFTS): CompatT
       if (completed) return { ok: false, message: COMPAT_ALREADY_COMPLETE };
       return name === RESPOND_TO_USER_TOOL ? respondToUser(input) : markWorkComplete(input);
     },
+    checkComplete,
     onAssistantText(text) {
       if (typeof text !== 'string') return;
       const t = text.trim();

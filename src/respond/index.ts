@@ -21,6 +21,7 @@ export {
   compatTools,
   createCompatTracker,
   compatOptions,
+  compatRejection,
   replayCompat,
   isCompatTool,
   COMPAT_PROMPT_SNIPPET,

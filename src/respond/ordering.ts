@@ -10,9 +10,15 @@
  * A call that keeps the actor working (progress: ack, thinking, a partial answer) applies as soon
  * as its block completes; a state change waits for the response's end, where it must still be the
  * last word. Rejections use the parser's message format.
+ *
+ * Spec 003 compatibility (`compat`): mark_work_complete is the state change and respond_to_user the
+ * progress call. Spec 003 runs every call of a response, so a respond_to_user after
+ * mark_work_complete in the same response still counts (the completion applies at the response's
+ * end and delivers the last draft); the other two rules hold, refused in spec 003's result form.
  */
 import type { ActorDefinition, TurnStateRegistryApi } from '../registries/types.js';
 import type { ToolUseBlock } from '../types.js';
+import { compatRejection } from './compat.js';
 import { RespondRule, rejection, type RespondParser } from './parse.js';
 import type { RespondResult } from './types.js';
 
@@ -64,7 +70,11 @@ export interface OrderedCall {
 export class ResponseOrder {
   readonly calls: OrderedCall[] = [];
 
-  constructor(private readonly turnStates: TurnStateRegistryApi) {}
+  constructor(
+    private readonly turnStates: TurnStateRegistryApi,
+    /** The response's actor speaks spec 003's tools (see the header). */
+    private readonly compat = false,
+  ) {}
 
   /** A declared state that keeps the actor working: its parts apply at once. */
   isProgress(turnState: string): boolean {
@@ -74,7 +84,7 @@ export class ResponseOrder {
 
   /** A call as its block completes; `now` says whether it applies at once. */
   add(block: ToolUseBlock, result: RespondResult, content: string): OrderedCall {
-    if (result.ok && this.isProgress(result.call.turnState) && this.calls.some((c) => c.result.ok && !this.isProgress(c.result.call.turnState))) {
+    if (!this.compat && result.ok && this.isProgress(result.call.turnState) && this.calls.some((c) => c.result.ok && !this.isProgress(c.result.call.turnState))) {
       result = rejectCall(
         RespondRule.stateChangeLastCall,
         '/turnState',
@@ -99,12 +109,20 @@ export class ResponseOrder {
       if (r.ok && !c.now) {
         const to = r.call.turnState;
         const handsOff = this.turnStates.get(to)?.meta.handsOff;
-        if (toolUses.length > 0) {
+        if (toolUses.length > 0 && this.compat) {
+          const names = toolUses.map((u) => u.name).join(', ');
+          c.result = compatRejection(
+            RespondRule.stateChangeLastCall,
+            `${c.block.name} ends the turn, so it must be the last call of its response, but this response also calls ${names}. Nothing was completed: call ${c.block.name} again once you have their results.`,
+          );
+        } else if (toolUses.length > 0) {
           c.result = rejectCall(
             RespondRule.stateChangeLastCall,
             '/turnState',
             `turnState "${to}" ${handsOff ? 'hands the turn off' : 'ends the turn'}, so it must be the only call in its model response, but this response also calls ${toolUses.map((u) => u.name).join(', ')}. Call the tools with turnState "awaiting" first; respond with "${to}" after their results.`,
           );
+        } else if (change && this.compat) {
+          c.result = compatRejection(RespondRule.stateChangeOnce, `${c.block.name} was already called in this response; only the first counts`);
         } else if (change) {
           c.result = rejectCall(RespondRule.stateChangeOnce, '/turnState', `only one respond() call per model response may change the turn state; "${change.result.call.turnState}" came first`);
         } else change = c as OrderedCall & { result: Accepted };
