@@ -22,7 +22,19 @@ import { MARK_WORK_COMPLETE_SUCCESS, MARK_WORK_COMPLETE_TOOL, RESPOND_TOOL_NAME,
 import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
-import type { ContentBlock, MailboxEntry, ModelStopReason, ModelTool, Part, SessionEvent, SessionEventBody, ToolUseBlock, Usage } from '../types.js';
+import type {
+  ContentBlock,
+  MailboxEntry,
+  ModelStopReason,
+  ModelTool,
+  Part,
+  RedactedThinkingBlock,
+  SessionEvent,
+  SessionEventBody,
+  ThinkingBlock,
+  ToolUseBlock,
+  Usage,
+} from '../types.js';
 import { sessionOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
 import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
@@ -94,6 +106,29 @@ export function compatFallback(t: ActiveTurn, actor: ActorDefinition): { callId:
   return result.ok ? { callId, result } : undefined;
 }
 
+interface Thought {
+  block: ThinkingBlock | RedactedThinkingBlock;
+  /** How many respond() (or compatibility) calls of the response came before it. */
+  before: number;
+}
+
+/**
+ * The assistant message a cut response leaves: its applied calls, each after the thinking blocks
+ * that came before it, unchanged (with thinking on, the API refuses a history whose last
+ * assistant message does not start with them).
+ */
+function appliedContent(calls: readonly OrderedCall[], thoughts: readonly Thought[] | null): ContentBlock[] {
+  const out: ContentBlock[] = [];
+  let next = 0;
+  for (let i = 0; i < calls.length; i++) {
+    const c = calls[i]!;
+    if (!c.now) continue;
+    while (thoughts !== null && next < thoughts.length && thoughts[next]!.before <= i) out.push(thoughts[next++]!.block);
+    out.push(c.block);
+  }
+  return out;
+}
+
 /** The events of an accepted call: its parts in order (the caller adds the turn-state change). */
 export function partEvents(core: HostCore, t: ActiveTurn, actor: string, result: Accepted, callId: string): SessionEvent[] {
   const { call } = result;
@@ -139,6 +174,9 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   let stopReason = 'end_turn';
   let usage: Usage = ZERO;
   let content: ContentBlock[] = [];
+  // The response's finished thinking blocks, each with how many respond() calls came before it:
+  // a cut response keeps those before its applied calls (null until the first: most have none).
+  let thoughts: Thought[] | null = null;
   const respondBlocks = new Map<number, string>();
   const streams = new Map<number, { callId: string; parser: ReturnType<typeof createRespondStreamParser> }>();
   // respond() calls whose part.delta events went out: one that yields no parts is retracted.
@@ -162,7 +200,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
     const retracted = retractions(kept, reason);
     if (kept.length === 0) return retracted.length ? journal.commit({ events: retracted }) : undefined;
     const at = deps.clock.iso();
-    const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: kept.map((a) => a.block) }];
+    const entries: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content: appliedContent(order.calls, thoughts) }];
     for (const a of kept) entries.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: a.content, isError: false });
     return journal.commit({ mailbox: entries, ...(retracted.length ? { events: retracted } : {}) });
   };
@@ -208,7 +246,9 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
               // A progress call applies at once: its parts reach subscribers now.
               if (call.now) await publishProgress(core, t, actorName, call.result as Accepted, b.id, state);
             } else toolUses.push(b);
-          } else if (b.type === 'thinking') {
+          } else if (b.type === 'thinking' || b.type === 'redacted_thinking') {
+            (thoughts ??= []).push({ block: b, before: order.calls.length });
+            if (b.type === 'redacted_thinking') break;
             const part = reasoningTracePart(b.thinking, deps.reasoningTraces ?? 'keep');
             if (part === undefined) break;
             t.parts.push(part);

@@ -3,7 +3,8 @@
  * streaming) from a script. Tests, demos and benchmarks point the real `@anthropic-ai/sdk` at it
  * (`baseURL: server.url`) to run offline. Every request received is recorded (secrets removed).
  *
- * Each request consumes the next scripted turn; when the queue is empty the `fallback` answers,
+ * A request that breaks one of the API's request rules (loopback-checks.ts) gets the API's 400
+ * and consumes no turn. Each request consumes the next scripted turn; when the queue is empty the `fallback` answers,
  * and without one the request gets a 400 naming the exhausted script.
  *
  * This module is the HTTP side (routing, the queue, recording, writing the SSE frames with the
@@ -12,6 +13,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { requestProblem } from './loopback-checks.js';
 import { buildFrames, errorFrame, messageBody } from './loopback-frames.js';
 import type { LoopbackFailure, LoopbackReply, LoopbackResponder, LoopbackTurn, RecordedRequest } from './loopback-script.js';
 
@@ -104,6 +106,11 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
     }
     if (body === undefined || typeof body !== 'object') {
       sendError(res, { status: 400, message: 'loopback server: the request body is not a JSON object' });
+      return;
+    }
+    const problem = requestProblem(body as Parameters<typeof requestProblem>[0]);
+    if (problem !== undefined) {
+      sendError(res, { status: 400, message: problem });
       return;
     }
     let turn: LoopbackTurn | undefined;

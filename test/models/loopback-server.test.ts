@@ -26,6 +26,25 @@ function parseSse(text: string): Array<{ event: string; data: any }> {
 }
 
 describe('loopback Messages API server', () => {
+  it('loopback:request-rules — "thinking blocks must be sent back unchanged ... or the API returns a 400": a thinking request whose tool-use assistant message does not start with thinking, or a tool_use left unanswered, gets the API\'s 400 and consumes no turn', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'ok' }] }] });
+    const use = { type: 'tool_use', id: 'toolu_a', name: 'respond', input: {} };
+    const answered = { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_a', content: 'ok' }] };
+    const base = { model: 'm', max_tokens: 4096, stream: false };
+    const noThinking = await post(server.url, { ...base, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [use] }, answered] });
+    expect(noThinking.status).toBe(400);
+    const err = (await noThinking.json()) as { error: { type: string; message: string } };
+    expect(err.error.type).toBe('invalid_request_error');
+    expect(err.error.message).toContain('messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`');
+    const unanswered = await post(server.url, { ...base, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [use] }, { role: 'user', content: 'next' }] });
+    expect(unanswered.status).toBe(400);
+    expect(((await unanswered.json()) as { error: { message: string } }).error.message).toContain('toolu_a');
+    // Well-formed: the thinking block first, every tool_use answered; the scripted turn is still there.
+    const thought = { type: 'thinking', thinking: 'plan', signature: 'sig' };
+    const ok = await post(server.url, { ...base, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: [thought, use] }, answered] });
+    expect(ok.status).toBe(200);
+  });
+
   it('loopback:sse:frames — every frame has an event line matching its data type, in Messages API order', async () => {
     server = await startLoopbackMessagesServer({
       script: [

@@ -69,4 +69,40 @@ describe('the Claude path: extended thinking', () => {
     expect(second.messages[2].content.map((b: any) => b.tool_use_id)).toEqual(['toolu_ack', 'toolu_search']);
     rec.stop();
   });
+
+  it('anthropic:thinking:cut-keeps-thinking — "thinking blocks (with signature) must be sent back unchanged in the tool-use loop, or the API returns a 400": a response cut mid-stream after its thinking and ack keeps them, in order, before the applied ack; the next turn completes', async () => {
+    const long = 'Two direct flights: ' + 'EasyJet at 06:15, BA at 08:45. '.repeat(30);
+    r = await rig({
+      script: [
+        {
+          content: [
+            { type: 'thinking', thinking: 'Ack first.', signature: 'sig-cut' },
+            { type: 'redacted_thinking', data: 'UkVEQUNURUQ=' },
+            { type: 'tool_use', name: 'respond', id: 'toolu_ack', input: { parts: [textPart('ack', 'Looking.')], turnState: 'awaiting' } },
+            { type: 'tool_use', name: 'respond', id: 'toolu_cut', input: { parts: [textPart('response', long)], turnState: 'complete' } },
+          ],
+          split: 10,
+          streamError: { afterEvents: 60, type: 'overloaded_error' },
+        },
+        { content: [{ type: 'thinking', thinking: 'Answer now.', signature: 'sig-2' }, { type: 'tool_use', name: 'respond', id: 'toolu_done', input: { parts: [textPart('response', 'Two direct flights.')], turnState: 'complete' } }] },
+      ],
+    });
+    r.rt.registries.actors.register({ name: 'thinker', thinking: { budgetTokens: 2048 } });
+    const s = await r.rt.createSession({ actor: 'thinker' });
+    const rec = record(s);
+    const cut = await (await s.send('Direct flights to Corfu?')).settled;
+    expect(cut.error?.code).toBe('model.stream_error');
+    expect(rec.of('part.received').map((e) => e.part.metadata.partType)).toEqual(['reasoning-trace', 'ack', 'error']);
+    const next = await (await s.send('Try again?')).settled;
+    expect(next.finalizedBy).toBe('complete');
+    const second = bodies(r.server)[1];
+    const asst = second.messages[1];
+    expect(asst.role).toBe('assistant');
+    expect(asst.content).toEqual([
+      { type: 'thinking', thinking: 'Ack first.', signature: 'sig-cut' },
+      { type: 'redacted_thinking', data: 'UkVEQUNURUQ=' },
+      { type: 'tool_use', id: 'toolu_ack', name: 'respond', input: { parts: [textPart('ack', 'Looking.')], turnState: 'awaiting' } },
+    ]);
+    rec.stop();
+  });
 });
