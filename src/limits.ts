@@ -31,6 +31,11 @@ export interface RuntimeLimits {
    * reads only what is new (least recently used sessions go first; 0 keeps none). Default 100,000.
    */
   historyCacheEntries: number;
+  /**
+   * Milliseconds the llm-context translation at settlement may take; past it the envelope settles
+   * without the part (it is an enrichment). Default 30,000.
+   */
+  llmContextTimeoutMs: number;
 }
 
 export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
@@ -42,6 +47,7 @@ export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
   toolResultMaxChars: 100_000,
   maxQueuedMessages: 100,
   historyCacheEntries: 100_000,
+  llmContextTimeoutMs: 30_000,
 });
 
 /** The session machine's bounds (its input's `maxHandoffs` and `loop`) for the given runtime limits. */

@@ -233,6 +233,8 @@ export class EffectLoop {
   private async settle(t: ActiveTurn, fx: SettleEffect): Promise<void> {
     await this.flush(false);
     const { events, outcome } = await settlement(this.host, t, fx);
+    // Stopped while settling (close, deletion): nothing more is recorded; recover() settles it.
+    if (this.host.closed) return;
     // A message that joined too late for the model to see it is not lost: it becomes a turn.
     this.host.requeue(t);
     this.host.machine.send({ type: 'SETTLE' });

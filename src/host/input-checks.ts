@@ -116,7 +116,7 @@ export function checkSessionFilter(filter: unknown): void {
 }
 
 /** Lower bounds of the runtime limits (0 is meaningful for all but these). */
-const LIMIT_MIN: Partial<Record<keyof RuntimeLimits, number>> = { maxModelCallsPerTurn: 1, maxQueuedMessages: 1, executionResultMaxChars: 1, toolResultMaxChars: 1 };
+const LIMIT_MIN: Partial<Record<keyof RuntimeLimits, number>> = { maxModelCallsPerTurn: 1, maxQueuedMessages: 1, executionResultMaxChars: 1, toolResultMaxChars: 1, llmContextTimeoutMs: 1 };
 
 /** The runtime's limits: the defaults with `given` over them (keys given as undefined keep theirs), each checked. */
 export function runtimeLimits(given: unknown): RuntimeLimits {

@@ -3,8 +3,9 @@
  *
  * Contract:
  * - A state that emits an envelope gets one: its parts and the turn's data-bearing records
- *   (envelope/assemble.ts), plus an llm-context part when the sender consumes one (produced once,
- *   by the context model; a failed translation leaves it out and never fails the turn).
+ *   (envelope/assemble.ts), plus an llm-context part when the envelope bears data and the sender
+ *   consumes one (produced once, by the context model, within limits.llmContextTimeoutMs; a
+ *   failed, timed-out or stopped translation leaves it out and never fails the turn).
  * - A failed turn (the machine's settle effect says `failed`: it ends in `error`) always carries
  *   a user-facing `error` part, and `turn.settled` a stop of `error` when an error is known.
  * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
@@ -31,16 +32,16 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
   if (emitsEnvelope) {
     const mailbox = await journal.mailbox();
     let llmContext: Part | undefined;
-    if (consumesPart(t.opts, 'llm-context') && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+    const data = collectData(mailbox, t.turnId).map((d) => d.data);
+    // Only a data-bearing envelope gets one (spec 001: a conversational turn's peer receives the
+    // response part only); the call is cut by close, deletion and limits.llmContextTimeoutMs.
+    const hasData = data.length > 0 || t.parts.some((p) => p.metadata.partType === 'domain-data');
+    if (hasData && consumesPart(t.opts, 'llm-context') && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+      const abort = core.modelAbort();
+      t.abort = abort;
+      const timer = setTimeout(() => abort.abort(), deps.limits.llmContextTimeoutMs);
       try {
-        const r = await deps.produceLlmContext(deps.contextModel, {
-          sessionId: core.id,
-          turnId: t.turnId,
-          actor,
-          parts: t.parts,
-          data: collectData(mailbox, t.turnId).map((d) => d.data),
-          signal: new AbortController().signal,
-        });
+        const r = await deps.produceLlmContext(deps.contextModel, { sessionId: core.id, turnId: t.turnId, actor, parts: t.parts, data, signal: abort.signal });
         llmContext = r.part;
         t.usage = addUsage(t.usage, r.usage);
         t.parts.push(llmContext);
@@ -49,6 +50,9 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
         events.push(journal.partReceived(t.turnId, `${t.turnId}:llm-context`, 0, llmContext, state, actor));
       } catch {
         // llm-context is an enrichment: a failed translation leaves it out, never fails the turn.
+      } finally {
+        clearTimeout(timer);
+        t.abort = null;
       }
     }
     envelope = assembleEnvelope({
