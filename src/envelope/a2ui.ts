@@ -5,7 +5,8 @@
  * A surface part's data is `{ messages: [...] }`: A2UI server-to-client messages, each an
  * object with `version` and exactly one of createSurface / updateComponents / updateDataModel /
  * deleteSurface (protocols.md §2.1: spec 001's single object holding all three is not valid
- * A2UI). The list is checked by `A2uiMessageListSchema`, then against the basic catalog: the
+ * A2UI). An actor may also write one message as the data (spec 000's example); it is checked as
+ * a list of one and delivered as `{ messages: [message] }`. The list is checked by `A2uiMessageListSchema`, then against the basic catalog: the
  * catalog id, each component's name, and each component's properties by the catalog's own
  * schema. `MessageProcessor` does none of this, so it is not used here.
  *
@@ -168,16 +169,30 @@ function checkComponent(c: Obj, at: string, out: A2uiProblem[]): void {
   if (!r.success) for (const issue of r.error.issues) if (out.length < MAX_PROBLEMS) out.push(issueProblem(at, issue, props));
 }
 
-/** Problems of an `a2ui-surface` part's data (`{ messages: [...] }`), paths from the data. */
+/** The A2UI message keys `data` holds when it is one message rather than `{ messages: [...] }`. */
+function messageKeysOf(data: unknown): string[] {
+  return isObject(data) && !('messages' in data) ? MESSAGE_KEYS.filter((k) => k in data) : [];
+}
+
+/**
+ * Problems of an `a2ui-surface` part's data, paths from the data: `{ messages: [...] }`, or one
+ * A2UI message (spec 000's `{ "version": "v0.9", "createSurface": { ... } }`), checked as the list
+ * `[message]` (`normalizeSurfaceData` turns it into that list).
+ */
 export function checkSurfaceData(data: unknown): A2uiProblem[] {
+  const keys = messageKeysOf(data);
+  if (keys.length === 1) {
+    // Checked as a list of one; its paths start /0, the message's own paths do not.
+    return checkA2uiMessages([data]).map((p) => ({ path: p.path.slice(2), message: p.message }));
+  }
   if (!isObject(data) || !('messages' in data)) {
-    const spec001 = isObject(data) && MESSAGE_KEYS.some((k) => k in data);
     return [
       {
         path: '',
-        message: spec001
-          ? 'an a2ui-surface part carries { messages: [...] }, one A2UI message per createSurface / updateComponents / updateDataModel (one object holding several is not valid A2UI v0.9)'
-          : 'an a2ui-surface part carries { messages: [...] }: a list of A2UI v0.9 messages',
+        message:
+          keys.length > 1
+            ? `has ${keys.join(' and ')}: each A2UI v0.9 message carries exactly one of them; give data { messages: [...] } with ${keys.length} messages, one per key, each with its own "version": "v0.9"`
+            : `an a2ui-surface part carries one A2UI v0.9 message { version: "v0.9", <one of ${MESSAGE_KEYS.join(', ')}> } or { messages: [...] }, a list of them`,
       },
     ];
   }
@@ -185,4 +200,12 @@ export function checkSurfaceData(data: unknown): A2uiProblem[] {
   const out = extra.map((k) => ({ path: `/${seg(k)}`, message: `unknown property ${JSON.stringify(k)}: an a2ui-surface part's data has only messages` }));
   out.push(...checkA2uiMessages(data.messages, '/messages'));
   return out;
+}
+
+/**
+ * An `a2ui-surface` part's data in the form every consumer reads, `{ messages: [...] }`: one
+ * A2UI message becomes `{ messages: [message] }`; `undefined` when the data is already a list.
+ */
+export function normalizeSurfaceData(data: Readonly<Record<string, unknown>>): { messages: unknown[] } | undefined {
+  return messageKeysOf(data).length === 1 ? { messages: [data] } : undefined;
 }

@@ -109,7 +109,9 @@ export class EffectLoop {
       }
       case 'fail': {
         t.stop = fx.stop ?? 'error';
-        t.error = { code: fx.code, message: fx.message };
+        // A spent retry budget says why the last call was refused.
+        const why = fx.code === 'turn.respond_retries' && t.lastRejection !== undefined ? `; the last refusal: ${t.lastRejection}` : '';
+        t.error = { code: fx.code, message: fx.message + why };
         if (fx.userText) {
           const part: Part = { text: fx.userText, metadata: { partType: 'error', code: fx.code } };
           t.parts.push(part);

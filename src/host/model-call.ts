@@ -106,6 +106,12 @@ export function compatFallback(t: ActiveTurn, actor: ActorDefinition): { callId:
   return result.ok ? { callId, result } : undefined;
 }
 
+/** A refused call's violations in one line, at most 500 characters. */
+function rejectionSummary(r: Extract<RespondResult, { ok: false }>): string {
+  const line = r.violations.map((v) => `${v.path === '' ? '(the call)' : v.path}: ${v.message}`).join('; ');
+  return line.length > 500 ? `${line.slice(0, 497)}...` : line;
+}
+
 interface Thought {
   block: ThinkingBlock | RedactedThinkingBlock;
   /** How many respond() (or compatibility) calls of the response came before it. */
@@ -303,6 +309,7 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   const mailbox2: MailboxEntry[] = [{ kind: 'assistant', turnId: t.turnId, at, actor: actorName, content }];
   for (const a of order.calls) {
     const r = a.result;
+    if (!r.ok) t.lastRejection = rejectionSummary(r);
     mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: a.block.id, tool: a.block.name, content: r.ok ? a.content : r.message, isError: !r.ok });
   }
   if (UNDISPATCHED.has(stopReason)) {

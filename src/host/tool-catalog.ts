@@ -1,13 +1,15 @@
 /**
  * What one actor sees: its resolved tools as model tools (plus respond(), or the respond_to_user
- * compatibility tools), the client's tools for the turn, and its system prompt. Cached per actor
- * and registry state; a per-turn tool filter or client tools build a fresh (uncached) view.
+ * compatibility tools), the client's tools for the turn, and its system prompt (which names the
+ * registered actors `passTo` may name, for an actor that declares handoffs). Cached per actor and
+ * registry state (actors included: a target registered later joins the prompt); a per-turn tool
+ * filter or client tools build a fresh (uncached) view.
  */
 import type { SendOptions } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import { clientToolNameProblem } from '../registries/client-tools.js';
 import type { ActorDefinition, Registries, RegisteredTool } from '../registries/types.js';
-import { buildRespondTool, compatOptions, compatTools, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
+import { buildRespondTool, compatOptions, compatTools, handoffTargets, respondPromptSnippet, COMPAT_PROMPT_SNIPPET } from '../respond/index.js';
 import type { ClientTool, ModelTool } from '../types.js';
 
 export interface ActorTools {
@@ -51,7 +53,7 @@ export function assertClientToolNames(tools: readonly ClientTool[], actor: strin
 export function createToolCatalog(registries: Registries): ToolCatalog {
   const cache = new Map<string, { stamp: string; value: ActorTools }>();
   const stampOf = () =>
-    `${registries.tools.list().length}:${registries.partTypes.ids().length}:${registries.turnStates.ids().length}`;
+    `${registries.tools.list().length}:${registries.partTypes.ids().length}:${registries.turnStates.ids().length}:${registries.actors.ids().length}`;
 
   const build = (actor: ActorDefinition, enabled?: readonly string[]): ActorTools => {
     const names = actor.tools ?? [];
@@ -61,7 +63,7 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
     const own: ModelTool[] = resolved.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
     const compat = compatOptions(actor) !== undefined;
     const modelTools = compat ? [...own, ...compatTools()] : [...own, buildRespondTool(registries)];
-    const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries);
+    const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries, actor.handoffs === undefined ? {} : { handoffs: handoffTargets(registries, actor.name, actor.handoffs) });
     const system = actor.system ? `${actor.system}\n\n${snippet}` : snippet;
     return { system, modelTools, byName, client: NONE, disabled };
   };

@@ -49,6 +49,8 @@ export interface ActiveTurn {
    */
   joinedBy?: Map<InboundMessage, { pos: number } & ReturnType<typeof deferred<TurnOutcome>>>;
   abort: AbortController | null;
+  /** Why the response's last refused respond() call was refused (a retry budget's error says it). */
+  lastRejection?: string;
   /**
    * The signal of the turn's tool handlers, made at its first tool call and never handed to
    * another turn (a handler may keep it, polling `aborted`, after its call): aborted by an

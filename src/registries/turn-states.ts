@@ -23,18 +23,25 @@ export const RESERVED_TURN_STATE_NAMES: readonly string[] = Object.freeze([
 /** Injection kinds: same shape as ids. */
 const RESUME_ON = /^[a-z][a-z0-9-]{0,62}$/;
 
+/**
+ * The canonical states. Spec 000's clarify part "Replaces response when used ... Terminal for this
+ * turn; no envelope is built", so every state but `clarifying` forbids one (sent with `complete` it
+ * would settle with an empty envelope; with `awaiting` the turn would carry on).
+ */
 export const CANONICAL_TURN_STATES: Readonly<Record<string, TurnStateMeta>> = {
   awaiting: {
     description: 'The actor keeps working: more respond() calls or injections are expected.',
     isTerminal: false,
     emitsEnvelope: false,
     holdsActor: false,
+    requires: { forbidsPartTypes: ['clarify'] },
   },
   complete: {
     description: 'The turn is settled; the envelope is built from the data-bearing records and the parts.',
     isTerminal: true,
     emitsEnvelope: true,
     holdsActor: false,
+    requires: { forbidsPartTypes: ['clarify'] },
   },
   clarifying: {
     description: 'The actor needs the user to answer a question (one clarify part); no envelope.',
@@ -48,6 +55,7 @@ export const CANONICAL_TURN_STATES: Readonly<Record<string, TurnStateMeta>> = {
     isTerminal: true,
     emitsEnvelope: false,
     holdsActor: false,
+    requires: { forbidsPartTypes: ['clarify'] },
   },
   suspended: {
     description: 'A tool call awaits human approval; the turn resumes on an approval-response injection.',
@@ -55,6 +63,7 @@ export const CANONICAL_TURN_STATES: Readonly<Record<string, TurnStateMeta>> = {
     emitsEnvelope: false,
     holdsActor: true,
     resumeOn: 'approval-response',
+    requires: { forbidsPartTypes: ['clarify'] },
   },
   delegated: {
     description: "A peer-agent call is in flight; the turn resumes on the peer's envelope.",
@@ -62,6 +71,7 @@ export const CANONICAL_TURN_STATES: Readonly<Record<string, TurnStateMeta>> = {
     emitsEnvelope: false,
     holdsActor: true,
     resumeOn: 'peer-envelope',
+    requires: { forbidsPartTypes: ['clarify'] },
   },
   passed: {
     description: 'The turn is handed to the actor named by passTo, which inherits the mailbox.',
@@ -69,7 +79,7 @@ export const CANONICAL_TURN_STATES: Readonly<Record<string, TurnStateMeta>> = {
     emitsEnvelope: false,
     holdsActor: false,
     handsOff: true,
-    requires: { passTo: true },
+    requires: { passTo: true, forbidsPartTypes: ['clarify'] },
   },
 };
 

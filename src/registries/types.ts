@@ -329,6 +329,13 @@ export interface PartCheck {
   /** The violation's rule id, e.g. `respond:a2ui-surface:valid`. */
   rule: string;
   check(data: unknown, ctx: PartCheckContext): readonly { path: string; message: string }[];
+  /**
+   * The data in the one form consumers read, for data `check` accepts in another form too (an
+   * `a2ui-surface` holding one A2UI message becomes `{ messages: [message] }`); `undefined` when it
+   * is already in that form. Runs only on parts of an accepted call; pure: the delivered part is a
+   * copy, the model's own call stays as it was written.
+   */
+  normalize?(data: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined;
 }
 
 /* ------------------------------------------------------------------ surface templates */

@@ -11,7 +11,7 @@ export {
   modelEmittablePartTypes,
   RESPOND_TOOL_DESCRIPTION,
 } from './schema.js';
-export { createRespondParser, RespondRule } from './parse.js';
+export { createRespondParser, handoffTargets, RespondRule } from './parse.js';
 export type { RespondParser, RespondParserOptions } from './parse.js';
 export { respondPromptSnippet, RESPOND_PROMPT_CORE } from './prompt.js';
 export { respondNotes } from './notes.js';

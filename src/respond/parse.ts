@@ -31,6 +31,7 @@ export const RespondRule = {
   forbidsPart: 'respond:turnState:forbids-part',
   passToRequiresPassed: 'respond:passTo:requires-passed',
   passToDeclaredTarget: 'respond:passTo:declared-target',
+  passToRegisteredTarget: 'respond:passTo:registered-target',
   /** Ordering rules over one model response (respond/ordering.ts). */
   stateChangeLastCall: 'respond:state-change:last-call',
   stateChangeOnce: 'respond:state-change:once',
@@ -50,8 +51,21 @@ export interface RespondParser {
 export interface RespondParserOptions {
   /** At most this many violations are spelled out in the rejection message (all are in `violations`). Default 50. */
   maxMessageLines?: number;
-  /** Content checks by part type, run on each well-formed data part of that type (see PartCheck). */
+  /**
+   * Content checks by part type, run on each well-formed data part of that type (see PartCheck).
+   * A check's `normalize` gives an accepted part its data in the form consumers read.
+   */
   partChecks?: Readonly<Record<string, PartCheck>>;
+}
+
+/**
+ * The actors `passTo` may name: the declared `handoffs` but the actor itself and, when the actor
+ * is one of the registries' actors (always so in a runtime), only registered actors. A parser used
+ * for a caller its registries do not hold checks the declared targets only.
+ */
+export function handoffTargets(registries: Registries, actor: string, handoffs: readonly string[]): string[] {
+  const registeredOnly = registries.actors.has(actor);
+  return handoffs.filter((h) => h !== actor && (!registeredOnly || registries.actors.has(h)));
 }
 
 interface Compiled {
@@ -112,6 +126,8 @@ function withArticle(type: string): string {
 export function createRespondParser(registries: Registries, options: RespondParserOptions = {}): RespondParser {
   const maxLines = Math.max(1, options.maxMessageLines ?? 50);
   const partChecks = new Map(Object.entries(options.partChecks ?? {}));
+  const normalizers = new Map<string, NonNullable<PartCheck['normalize']>>();
+  for (const [id, pc] of partChecks) if (pc.normalize !== undefined) normalizers.set(id, pc.normalize.bind(pc));
   const ajv = new Ajv({ allErrors: true, verbose: true, strict: true });
   let compiled: Compiled | undefined;
 
@@ -140,10 +156,22 @@ export function createRespondParser(registries: Registries, options: RespondPars
   }
 
   function handoffHint(handoffs: readonly string[], actor: string): string {
-    const targets = handoffs.filter((h) => h !== actor);
-    return targets.length > 0
-      ? `you may hand off to: ${quoteList(targets)}`
+    const targets = handoffTargets(registries, actor, handoffs);
+    if (targets.length > 0) return `you may hand off to: ${quoteList(targets)}`;
+    return handoffs.some((h) => h !== actor)
+      ? 'none of the actors you declare as handoff targets is registered, so you cannot hand off'
       : 'you declare no handoff targets, so you cannot hand off';
+  }
+
+  /** `, or ... use turnState '<s>'` for each state that requires a part of type `pt` (rejections only). */
+  function requiringStatesHint(pt: string, ts: unknown): string {
+    const homes = registries.turnStates.list().filter((d) => d.id !== ts && d.meta.requires?.partTypes?.includes(pt) === true);
+    if (homes.length === 0) return '';
+    const states = homes.map((d) => {
+      const forbids = d.meta.requires?.forbidsPartTypes ?? [];
+      return `'${d.id}'${forbids.length > 0 ? ` (with no ${forbids.map((f) => `'${f}'`).join(' or ')} part)` : ''}`;
+    });
+    return `, or to send it use turnState ${states.join(' or ')}`;
   }
 
   /** Maps ajv's errors to violations; enum and parts minItems errors are left to the semantic rules (which name the allowed values). */
@@ -243,7 +271,7 @@ export function createRespondParser(registries: Registries, options: RespondPars
             out = add(out,
               `/parts/${i}/metadata/partType`,
               RespondRule.forbidsPart,
-              `turnState '${String(ts)}' does not allow a '${pt}' part; remove it${pt === 'response' && ts === 'clarifying' ? ' (a clarify part replaces the response)' : ''}`,
+              `turnState '${String(ts)}' does not allow a '${pt}' part; remove it${pt === 'response' && ts === 'clarifying' ? ' (a clarify part replaces the response)' : requiringStatesHint(pt, ts)}`,
             );
           }
         }
@@ -305,6 +333,8 @@ export function createRespondParser(registries: Registries, options: RespondPars
         out = add(out, '/passTo', RespondRule.passToDeclaredTarget, `you cannot hand off to yourself ('${actor}'); ${handoffHint(handoffs, actor)}`);
       } else if (!handoffs.includes(passTo)) {
         out = add(out, '/passTo', RespondRule.passToDeclaredTarget, `${describe(passTo)} is not one of your handoff targets; ${handoffHint(handoffs, actor)}`);
+      } else if (!handoffTargets(registries, actor, [passTo]).includes(passTo)) {
+        out = add(out, '/passTo', RespondRule.passToRegisteredTarget, `'${passTo}' is not a registered actor, so the turn cannot be handed to it; ${handoffHint(handoffs, actor)}`);
       }
     }
     return out;
@@ -315,6 +345,24 @@ export function createRespondParser(registries: Registries, options: RespondPars
       .list()
       .filter((d) => d.meta.handsOff === true || d.meta.requires?.passTo === true)
       .map((d) => d.id);
+  }
+
+  /**
+   * The call with each part whose check normalises its data replaced by a copy holding the
+   * normal form; the call itself (the input's own object) when nothing changes.
+   */
+  function normalized(call: RespondCall): RespondCall {
+    if (normalizers.size === 0) return call;
+    let parts: Part[] | undefined;
+    for (let i = 0; i < call.parts.length; i++) {
+      const part = call.parts[i] as Part;
+      const normalize = part.data === undefined ? undefined : normalizers.get(part.metadata.partType);
+      const data = normalize?.(part.data as Record<string, unknown>);
+      if (data === undefined) continue;
+      parts ??= call.parts.slice();
+      parts[i] = { ...part, data };
+    }
+    return parts === undefined ? call : { ...call, parts };
   }
 
   function reject(violations: Violation[]): RespondResult {
@@ -338,7 +386,7 @@ export function createRespondParser(registries: Registries, options: RespondPars
       }
       if (violations !== undefined && violations.length > 0) return reject(violations);
 
-      const call = input as unknown as RespondCall;
+      const call = normalized(input as unknown as RespondCall);
       const parts: Part[] = call.parts;
       const turnState = call.turnState;
       const events: RespondEvent[] = [];

@@ -8,6 +8,7 @@ import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
 import { describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { checkA2uiMessages, checkSurfaceData } from '../../src/envelope/a2ui.js';
+import { surfacePartCheck } from '../../src/envelope/surface-check.js';
 import { routeSurfaceAction } from '../../src/registries/surface-actions.js';
 import { buildSurfaces, SurfaceTemplateError } from '../../src/envelope/surfaces.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -56,7 +57,7 @@ describe('surfaces: A2UI v0.9 validation', () => {
 
   const invalid: [string, unknown, string, RegExp][] = [
     ['spec 001\'s combined object', { messages: [{ version: V, createSurface: create().createSurface, updateComponents: components([]).updateComponents }] }, '/messages/0', /has createSurface and updateComponents: each A2UI message carries exactly one of them/],
-    ['spec 001\'s data object without messages', { version: V, createSurface: create().createSurface }, '', /carries \{ messages: \[\.\.\.\] \}, one A2UI message per/],
+    ['spec 001\'s data object without messages (three messages in one)', { version: V, createSurface: create().createSurface, updateDataModel: model({}).updateDataModel, updateComponents: components([]).updateComponents }, '', /^has createSurface and updateComponents and updateDataModel: each A2UI v0.9 message carries exactly one of them; give data \{ messages: \[\.\.\.\] \} with 3 messages/],
     ['spec 001\'s catalog id', { messages: [create('s', 'https://a2ui.org/specification/v0_9/basic_catalog.json'), ...VALID.slice(1)] }, '/messages/0/createSurface/catalogId', /is not a catalog this runtime renders; use the basic catalog/],
     ['a component not in the basic catalog', { messages: [create(), components([{ id: 'root', component: 'Bogus' }])] }, '/messages/1/updateComponents/components/0/component', /"Bogus" is not a component of the A2UI basic catalog; use one of Text, Button/],
     ['a Button with a text property (its label is a child)', { messages: [create(), components([{ id: 'root', component: 'Button', child: 'l', text: 'Go' }, { id: 'l', component: 'Text', text: 'Go' }])] }, '/messages/1/updateComponents/components/0/text', /unknown property "text"/],
@@ -74,6 +75,29 @@ describe('surfaces: A2UI v0.9 validation', () => {
       expect(problems.find((p) => p.path === path)!.message).toMatch(message);
     });
   }
+});
+
+describe('surfaces: one A2UI message as the part\'s data (spec 000 "Peer-agent response with envelope")', () => {
+  it('surfaces:a2ui:one-message — "data": { "version": "v0.9", "createSurface": { ... } }: one A2UI message is checked as the list [message], paths from the data, and normalised to { messages: [message] }', () => {
+    expect(checkSurfaceData(create())).toEqual([]);
+    expect(surfacePartCheck.normalize!(create())).toEqual({ messages: [create()] });
+    expect(surfacePartCheck.normalize!({ messages: VALID })).toBeUndefined();
+    const wrongCatalog = checkSurfaceData(create('s', 'https://a2ui.org/specification/v0_9/basic_catalog.json'));
+    expect(wrongCatalog).toEqual([{ path: '/createSurface/catalogId', message: expect.stringMatching(/is not a catalog this runtime renders/) }]);
+    // As in a list of one: an update of a surface the message does not create is refused.
+    expect(checkSurfaceData(model({ n: 1 })).map((p) => p.path)).toEqual(['/updateDataModel/surfaceId']);
+    expect(checkSurfaceData({ ...create(), note: 'x' }).map((p) => p.path)).toEqual(['/note']);
+  });
+
+  it('surfaces:a2ui:one-message — an object holding several messages is refused saying so, naming them; an object holding none names the two forms', () => {
+    const several = checkSurfaceData({ version: V, createSurface: create().createSurface, updateComponents: components([]).updateComponents });
+    expect(several).toEqual([{ path: '', message: expect.stringContaining('has createSurface and updateComponents: each A2UI v0.9 message carries exactly one of them') }]);
+    expect(several[0]!.message).toContain('{ messages: [...] }');
+    const none = checkSurfaceData({ surfaceId: 's' });
+    expect(none).toEqual([{ path: '', message: expect.stringContaining('{ messages: [...] }') }]);
+    expect(none[0]!.message).toContain('one A2UI v0.9 message');
+    expect(none[0]!.message).not.toContain('holding several');
+  });
 });
 
 describe('surfaces: message order within a list', () => {
@@ -171,6 +195,24 @@ describe('surfaces: an actor\'s a2ui-surface parts are checked by respond()', ()
     const s = await rt.createSession({ actor: 'ui' });
     const out = await (await s.send('show me')).settled;
     expect(out.parts.find((p) => p.metadata.partType === 'a2ui-surface')?.data).toEqual({ messages: VALID });
+    await rt.close();
+  });
+
+  it('surfaces:respond:one-message — spec 000\'s a2ui-surface part (one A2UI message as its data) is accepted and delivered as { messages: [message] }, the form every consumer reads', async () => {
+    const msg = create('flights');
+    const { rt, model: m } = setup(msg);
+    const s = await rt.createSession({ actor: 'ui' });
+    const rec: SessionEvent[] = [];
+    s.events().subscribe((e) => rec.push(e));
+    const out = await (await s.send('show me')).settled;
+    expect(m.requests).toHaveLength(1);
+    expect(out.finalizedBy).toBe('complete');
+    const delivered = out.parts.find((p) => p.metadata.partType === 'a2ui-surface');
+    expect(delivered?.data).toEqual({ messages: [msg] });
+    expect(out.envelope?.parts.find((p) => p.metadata.partType === 'a2ui-surface')?.data).toEqual({ messages: [msg] });
+    const published = rec.find((e): e is Extract<SessionEvent, { type: 'part.received' }> => e.type === 'part.received' && e.part.metadata.partType === 'a2ui-surface');
+    expect(published?.part.data).toEqual({ messages: [msg] });
+    officialVerdict(delivered!.data!.messages as unknown[]);
     await rt.close();
   });
 

@@ -37,6 +37,15 @@ describe('TurnStateRegistry: canonical states (spec 000 "Turn states")', () => {
     expect(m('passed')).toMatchObject({ isTerminal: false, holdsActor: false, handsOff: true, requires: { passTo: true } });
   });
 
+  it('turn-states:canonical:clarify-only-clarifying — spec 000 clarify "Replaces response when used ... Terminal for this turn; no envelope is built": every canonical state but clarifying forbids a clarify part', () => {
+    const r = new TurnStateRegistry();
+    for (const d of r.list()) {
+      const forbids = d.meta.requires?.forbidsPartTypes ?? [];
+      expect(forbids.includes('clarify'), d.id).toBe(d.id !== 'clarifying');
+    }
+    expect(r.get('clarifying')!.meta.requires?.partTypes).toEqual(['clarify']);
+  });
+
   it('turn-states:canonical:only-complete-emits — complete is the only canonical state that emits an envelope', () => {
     const r = new TurnStateRegistry();
     expect(r.list().filter((d) => d.meta.emitsEnvelope).map((d) => d.id)).toEqual(['complete']);

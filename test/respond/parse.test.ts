@@ -180,6 +180,54 @@ describe('respond() parser: rules', () => {
     expect(rejected(none).violations[0]!.message).toContain('no handoff targets');
   });
 
+  it('respond:clarify:terminal — "Replaces response when used ... Terminal for this turn; no envelope is built": a clarify part is refused in every canonical state but clarifying, pointing at turnState \'clarifying\'', () => {
+    for (const turnState of ['awaiting', 'complete', 'error', 'delegated', 'passed']) {
+      const call: Record<string, unknown> = { parts: [text('clarify', 'Gatwick or Heathrow?')], turnState };
+      if (turnState === 'passed') call.passTo = 'drafter';
+      const v = rejected(parser.parse(call, CTX)).violations;
+      expect(v, turnState).toEqual([{ path: '/parts/0/metadata/partType', rule: 'respond:turnState:forbids-part', message: expect.stringContaining(`turnState '${turnState}' does not allow a 'clarify' part`) }]);
+      expect(v[0]!.message, turnState).toContain("use turnState 'clarifying'");
+    }
+    // suspended is refused by the ordering rules too, but its metadata forbids clarify all the same.
+    expect(has(parser.parse({ parts: [text('clarify')], turnState: 'suspended' }, CTX), 'respond:turnState:forbids-part', '/parts/0/metadata/partType')).toBe(true);
+    expect(parser.parse({ parts: [text('clarify', 'Gatwick or Heathrow?')], turnState: 'clarifying' }, CTX).ok).toBe(true);
+  });
+
+  it('respond:passTo:registered-target — "names the actor to which this turn is handed off": a declared target that is not a registered actor is refused, naming it', () => {
+    const reg = makeRegistries();
+    reg.actors.register({ name: 'planner', handoffs: ['drafter', 'ghost'] });
+    reg.actors.register({ name: 'drafter' });
+    const p = createRespondParser(reg);
+    const ctx = { actor: 'planner', handoffs: ['drafter', 'ghost'] };
+    const ghost = rejected(p.parse({ parts: [text('thinking')], turnState: 'passed', passTo: 'ghost' }, ctx)).violations;
+    expect(ghost).toEqual([{ path: '/passTo', rule: 'respond:passTo:registered-target', message: expect.stringContaining("'ghost' is not a registered actor") }]);
+    expect(ghost[0]!.message).toContain("you may hand off to: 'drafter'");
+    expect(p.parse({ parts: [text('thinking')], turnState: 'passed', passTo: 'drafter' }, ctx).ok).toBe(true);
+    // A target registered later is accepted from then on.
+    reg.actors.register({ name: 'ghost' });
+    expect(p.parse({ parts: [text('thinking')], turnState: 'passed', passTo: 'ghost' }, ctx).ok).toBe(true);
+    // A parser used outside a runtime, for a caller its registries do not hold, checks the declared targets only.
+    expect(parser.parse({ parts: [text('thinking')], turnState: 'passed', passTo: 'drafter' }, CTX).ok).toBe(true);
+  });
+
+  it('respond:part-check:normalize — an accepted part whose check normalises its data is delivered normalised; the model\'s call is left as written', () => {
+    const wrap = { rule: 'test:wrapped', check: () => [], normalize: (d: Readonly<Record<string, unknown>>) => ('list' in d ? undefined : { list: [d] }) };
+    const p = createRespondParser(makeRegistries(), { partChecks: { 'domain-data': wrap } });
+    const input = { parts: [text('response', 'Here.'), data('domain-data', { k: 1 }), data('domain-data', { list: [] })], turnState: 'complete' };
+    const before = JSON.stringify(input);
+    const r = p.parse(input, CTX);
+    if (!r.ok) throw new Error(r.message);
+    expect(r.call.parts.map((x) => x.data ?? x.text)).toEqual(['Here.', { list: [{ k: 1 }] }, { list: [] }]);
+    expect(r.events.flatMap((e) => (e.type === 'part.received' ? [e.part] : []))).toEqual(r.call.parts);
+    expect(r.call.parts[1]!.metadata).toBe(input.parts[1]!.metadata);
+    expect(r.call.parts[2]).toBe(input.parts[2]);
+    expect(JSON.stringify(input)).toBe(before);
+    // Nothing to normalise: the input's own objects, as before.
+    const plain = { parts: [data('domain-data', { list: [1] })], turnState: 'complete' };
+    const q = p.parse(plain, CTX);
+    expect(q.ok && q.call).toBe(plain);
+  });
+
   it('respond:schema:shape — structural problems carry schema:* rule ids at their paths', () => {
     const r = parser.parse(
       { parts: [{ kind: 'text', text: 'x', metadata: { partType: 'response' } }, { text: 'y' }, { text: 5, metadata: {} }], passTo: 3, extra: true },

@@ -67,7 +67,8 @@ describe('turn loop edges', () => {
   });
 
   it('respond:passTo:unregistered-target — a hand-off to a declared but unregistered actor settles the turn error, naming the actor', async () => {
-    const { rt } = harness(sequence([answer(respond([part('thinking', 'to ghost')], 'passed', { passTo: 'ghost' }))]));
+    // The model keeps handing off to ghost: each call is refused, naming it, until the retries run out.
+    const { rt } = harness({ rules: [{ respond: answer(respond([part('thinking', 'to ghost')], 'passed', { passTo: 'ghost' })) }] });
     rt.registries.actors.register({ name: 'a', handoffs: ['ghost'] });
     const s = await rt.createSession({ actor: 'a' });
     const rec = new Recorder(s);
