@@ -59,6 +59,9 @@ export interface SendOptions {
   consumesLlmContext?: boolean;
 }
 
+/** A turn's tool settings (SendOptions' subset) that can change while the turn runs. */
+export type TurnTools = Pick<SendOptions, 'enabledTools' | 'howToEnableTools' | 'standingApprovals' | 'clientTools'>;
+
 /** How a turn ended. */
 export interface TurnOutcome {
   turnId: string;
@@ -127,6 +130,12 @@ export interface SessionHandle {
     by: Principal,
     via: string,
   ): Promise<AnswerResult>;
+  /**
+   * Replaces the running turn's tool settings (an AAP re-submission's overrides): its next model
+   * call and tool calls use them (a call already waiting for approval still waits for its
+   * answer). Written with the turn. Resolves false when `turnId` is not the running turn.
+   */
+  updateTurnTools(turnId: string, tools: TurnTools): Promise<boolean>;
   /** Replay from the store after `afterSeq` (default 0 = everything), then live. */
   events(afterSeq?: number): Observable<SessionEvent>;
   snapshot(): Promise<SessionSnapshot>;

@@ -98,6 +98,10 @@ class SessionRef implements SessionHandle {
     checkAnswer(a[1], a[2], a[3]);
     return (await this.live(this.id)).answerApproval(...a);
   }
+  async updateTurnTools(turnId: string, tools: Parameters<SessionHandle['updateTurnTools']>[1]) {
+    checkSend(undefined, tools);
+    return (await this.live(this.id)).updateTurnTools(turnId, tools);
+  }
   events(afterSeq?: number) {
     // The host is found when someone subscribes, not now: an observable kept across passivation
     // subscribes to the session as it is then (the live host, or one reactivated from the store).

@@ -11,6 +11,7 @@ import type { InboundMessage } from '../types.js';
 import type { HostCore } from './core.js';
 import type { MessageQueue } from './queue.js';
 import { deferred, ZERO, type ActiveTurn } from './turn.js';
+import { withTurnTools } from './turn-tools.js';
 
 /** What the policy needs of the session it runs in. */
 export interface BusySession extends HostCore {
@@ -39,8 +40,10 @@ export async function acceptWhileBusy(s: BusySession, msg: InboundMessage, opts:
     t.joined.push(msg);
     const sender = { pos: s.queue.reserve(), ...deferred<TurnOutcome>() };
     (t.joinedBy ??= new Map()).set(msg, sender);
-    // What the joined message's sender consumes counts for this turn too (llm-context).
-    t.opts = withConsumers(t.opts, opts.consumes);
+    // What the joined message's sender consumes counts for this turn too (llm-context), and the
+    // tool settings it gives govern the rest of the turn (trust it removes is gone).
+    const before = t.opts;
+    t.opts = withTurnTools(withConsumers(t.opts, opts.consumes), opts, false);
     t.interrupted = true;
     t.abort?.abort();
     // A running tool is told too: the model is told, and sees the new message.
@@ -53,6 +56,7 @@ export async function acceptWhileBusy(s: BusySession, msg: InboundMessage, opts:
       const i = t.joined.indexOf(msg);
       if (i >= 0) t.joined.splice(i, 1);
       t.joinedBy.delete(msg);
+      t.opts = before;
       if (s.journal.failed()) s.writeFailed();
       throw err;
     }

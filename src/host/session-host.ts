@@ -12,7 +12,7 @@
  * injections.ts.
  */
 import type { Observable } from 'rxjs';
-import type { CreateSessionOptions, Injection, SendOptions, SessionHandle, SessionSnapshot, TurnOutcome, TurnRef } from '../api.js';
+import type { CreateSessionOptions, Injection, SendOptions, SessionHandle, SessionSnapshot, TurnOutcome, TurnRef, TurnTools } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PersistedSession, QueuedEntry, SessionRecord, StepCommit } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
@@ -21,7 +21,7 @@ import { applyResolution, resolveApproval } from './approval-answers.js';
 import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
-import { assertClientToolNames } from './tool-catalog.js';
+import { assertTurnClientTools, updateTurnTools } from './turn-tools.js';
 import { boundsOf } from './model-call.js';
 import { acceptWhileBusy, releaseSenders, requeueJoined } from './double-texting.js';
 import { inject } from './injections.js';
@@ -146,10 +146,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     if (typeof msg.text !== 'string' || msg.text.trim() === '') {
       throw new TurnstateError('message.invalid', 'a message needs non-empty `text`');
     }
-    // Refused before anything is accepted: the model cannot be given two tools of one name.
-    if (opts.clientTools?.length) {
-      assertClientToolNames(opts.clientTools, this.record.actor, (n) => this.deps.registries.actors.get(this.record.actor)?.tools?.includes(n) === true);
-    }
+    assertTurnClientTools(this, opts.clientTools);
     if (!msg.principal && opts.principal) msg.principal = opts.principal;
     this.deps.onActivity(this);
     if (this.turn || this.queue.length > 0) return acceptWhileBusy(this, msg, opts);
@@ -192,6 +189,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
 
   inject(injection: Injection): Promise<TurnRef | undefined> {
     return inject(this, injection);
+  }
+
+  updateTurnTools(turnId: string, tools: TurnTools): Promise<boolean> {
+    return updateTurnTools(this, turnId, tools);
   }
 
   async answerApproval(approvalId: string, answer: { approved: boolean; reason?: string }, by: Principal, via: string): Promise<AnswerResult> {

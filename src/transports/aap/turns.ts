@@ -9,7 +9,7 @@
  * path as every other channel: the first answer wins, a later one is a 409 naming the first.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot } from '../../api.js';
+import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot, TurnTools } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
 import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, howToEnableTools, trustedToolNames, type ResolvedAgent } from './agents.js';
@@ -85,6 +85,17 @@ export async function runTurnRequest(ctx: TurnRequestContext): Promise<void> {
   else await resumeTurn(ctx, next);
 }
 
+/** The tool settings a session config gives its turns: enabled and trusted server tools, client tools. */
+function turnToolsOf(agent: ResolvedAgent, config: AapSessionConfig): TurnTools {
+  const tools: TurnTools = {
+    enabledTools: enabledToolNames(agent, config.agent),
+    howToEnableTools: howToEnableTools(agent.config.name),
+    standingApprovals: trustedToolNames(config.agent),
+  };
+  if (config.tools.length > 0) tools.clientTools = config.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  return tools;
+}
+
 /* ------------------------------------------------------------------ user turn */
 
 async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promise<void> {
@@ -110,13 +121,7 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
   }
   // A config a re-submission changed has no user message of its own: it is stored with this one.
   const changed = next !== ctx.config || !ctx.configs.isPersisted(handle.id);
-  const opts: SendOptions = {
-    principal: ctx.principal,
-    enabledTools: enabledToolNames(ctx.agent, next.agent),
-    howToEnableTools: howToEnableTools(ctx.agent.config.name),
-    standingApprovals: trustedToolNames(next.agent),
-  };
-  if (next.tools.length > 0) opts.clientTools = next.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  const opts: SendOptions = { principal: ctx.principal, ...turnToolsOf(ctx.agent, next) };
   if (next.consumes !== undefined && next.consumes.length > 0) opts.consumes = next.consumes;
 
   const run = startRun(ctx, snap.lastSeq, []);
@@ -213,6 +218,9 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
     ...snap.pendingClientCalls.map((c) => ({ callId: c.callId, side: 'client' as const, turnId })),
   ];
   const run = startRun(ctx, snap.lastSeq, known);
+  // Settings sent with the answers govern the rest of the turn: set before the first answer
+  // resumes it (trust removed here is not given to the turn's next call), put back if refused.
+  const retuned = next !== ctx.config && (await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, next)));
   let applied = 0;
   try {
     // Client results first: the turn resumes once the last pending call is answered.
@@ -240,6 +248,10 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
       applied++;
     }
   } catch (err) {
+    // Nothing applied: the request changed nothing. Some answers applied: the turn runs on with
+    // the settings they were sent with, so the config is what the turn uses.
+    if (retuned && applied === 0) await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, ctx.config)).catch(() => false);
+    else if (next !== ctx.config && applied > 0) ctx.configs.set(handle.id, next, { persisted: false });
     run.follower.stop('error');
     throw err;
   }

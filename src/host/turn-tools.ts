@@ -1,0 +1,41 @@
+/**
+ * The running turn's tool settings, changed while it runs: an AAP re-submission's overrides, or
+ * a message that joins the turn (double-texting `interrupt`). From the change on, the turn's next
+ * model call offers the tools the settings enable, and its next tool calls are approved (or not)
+ * by the trust they give; a call already waiting for approval still waits for its answer. The
+ * change is written with the turn's state, so a restarted turn keeps it.
+ */
+import type { SendOptions, TurnTools } from '../api.js';
+import type { HostCore } from './core.js';
+import { assertClientToolNames } from './tool-catalog.js';
+
+const KEYS = ['enabledTools', 'howToEnableTools', 'standingApprovals', 'clientTools'] as const;
+
+/** `opts` with each tool setting `tools` names replaced (`replaceAll`: every setting, absent ones removed). */
+export function withTurnTools(opts: SendOptions, tools: TurnTools, replaceAll: boolean): SendOptions {
+  const out: Record<string, unknown> = { ...opts };
+  for (const k of KEYS) {
+    if (tools[k] !== undefined) out[k] = tools[k];
+    else if (replaceAll) delete out[k];
+  }
+  return out as SendOptions;
+}
+
+/**
+ * Refuses client tools the model could not tell from each other or from the session actor's own
+ * (TurnstateError 'message.invalid_client_tool'), before anything is accepted.
+ */
+export function assertTurnClientTools(s: HostCore, tools: TurnTools['clientTools']): void {
+  if (!tools?.length) return;
+  assertClientToolNames(tools, s.record.actor, (n) => s.deps.registries.actors.get(s.record.actor)?.tools?.includes(n) === true);
+}
+
+/** Replaces the tool settings of turn `turnId`; false when it is not the session's running turn. */
+export async function updateTurnTools(s: HostCore, turnId: string, tools: TurnTools): Promise<boolean> {
+  const t = s.turn;
+  if (t === null || t.turnId !== turnId) return false;
+  assertTurnClientTools(s, tools.clientTools);
+  t.opts = withTurnTools(t.opts, tools, true);
+  await s.journal.commit({}, true);
+  return true;
+}

@@ -1,0 +1,125 @@
+/**
+ * Tool settings (`agent.tools` trust and enablement) sent while a turn runs govern the rest of
+ * that turn: with the answers of a re-submission, or with a message that joins the turn
+ * (double-texting `interrupt`). Spec 004: "For server-side tools where trust: false, the server
+ * stops and the client submits a permission decision for each untrusted server-side tool call."
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Runtime } from '../../../src/api.js';
+import { createSession, startHarness, stopReason, toolCalls, toolResults, turn, user, type Harness } from './helpers.js';
+
+const respond = (text: string, turnState: string, partType = 'response') => ({ type: 'tool_use' as const, name: 'respond', input: { parts: [{ text, metadata: { partType } }], turnState } });
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+function register(ran: string[], extra: (rt: Runtime) => void = () => {}) {
+  return (rt: Runtime) => {
+    for (const name of ['gated', 'wire_money']) {
+      rt.registries.tools.register({ name, description: name, inputSchema: { type: 'object' }, scope: 'generalist', requiresApproval: true, handler: async () => { ran.push(name); return `${name} ran`; } });
+    }
+    extra(rt);
+  };
+}
+
+describe('AAP tool settings sent while a turn runs', () => {
+  it('aap:resubmit:trust-removed — "where trust: false, the server stops and the client submits a permission decision": trust removed with a tool_permission answer is not given to the turn\'s next call; a tool disabled there does not run', async () => {
+    const ran: string[] = [];
+    h = await startHarness({
+      script: {
+        rules: [
+          { when: { on: 'user', text: 'go' }, respond: { blocks: [{ type: 'tool_use', name: 'gated', input: {} }] } },
+          { when: { on: 'tool_result', tool: 'gated' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount: 1000 } }] } },
+          { respond: { blocks: [respond('Done.', 'complete')] } },
+        ],
+      },
+      setup: register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] })),
+      agents: [{ name: 'assistant' }],
+    });
+    for (const [label, tools] of [
+      ['untrusted', [{ name: 'gated' }, { name: 'wire_money' }]],
+      ['disabled', [{ name: 'gated' }]],
+    ] as const) {
+      ran.length = 0;
+      const sid = await createSession(h.url, { name: 'assistant', tools: [{ name: 'gated' }, { name: 'wire_money', trust: true }] });
+      const first = await turn(h.url, sid, user('go', 'message'));
+      expect(stopReason(first), label).toBe('tool_use');
+      const gated = toolCalls(first).find((c) => c.name === 'gated')!;
+      const r = await turn(h.url, sid, { stream: 'message', agent: { tools }, messages: [{ role: 'tool_permission', toolCallId: gated.toolCallId, granted: true }] });
+      expect(r.status, label).toBe(200);
+      expect(ran, label).toEqual(['gated']);
+      if (label === 'untrusted') {
+        // wire_money now waits for a permission, as an untrusted tool does.
+        expect(stopReason(r), label).toBe('tool_use');
+        expect(toolCalls(r).map((c) => c.name), label).toEqual(['wire_money']);
+        expect(toolResults(r).map((x) => x.toolCallId), label).not.toContain(toolCalls(r)[0]!.toolCallId);
+      } else {
+        // The model was told wire_money is not enabled, and finished.
+        expect(stopReason(r), label).toBe('end_turn');
+      }
+    }
+  });
+
+  it('aap:resubmit:trust-given — trust given with a tool_permission answer holds for the turn\'s next call: it runs inline, with no second stop', async () => {
+    const ran: string[] = [];
+    h = await startHarness({
+      script: {
+        rules: [
+          { when: { on: 'user', text: 'go' }, respond: { blocks: [{ type: 'tool_use', name: 'gated', input: {} }] } },
+          { when: { on: 'tool_result', tool: 'gated' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount: 5 } }] } },
+          { respond: { blocks: [respond('Done.', 'complete')] } },
+        ],
+      },
+      setup: register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] })),
+      agents: [{ name: 'assistant' }],
+    });
+    const sid = await createSession(h.url, { name: 'assistant', tools: [{ name: 'gated' }, { name: 'wire_money' }] });
+    const first = await turn(h.url, sid, user('go', 'message'));
+    const gated = toolCalls(first).find((c) => c.name === 'gated')!;
+    const r = await turn(h.url, sid, { stream: 'message', agent: { tools: [{ name: 'gated' }, { name: 'wire_money', trust: true }] }, messages: [{ role: 'tool_permission', toolCallId: gated.toolCallId, granted: true }] });
+    expect(stopReason(r)).toBe('end_turn');
+    expect(ran).toEqual(['gated', 'wire_money']);
+  });
+
+  it('aap:interrupt:trust-removed — a message that joins the running turn (doubleTexting interrupt) removing trust: the turn\'s next call of that tool stops for a permission', async () => {
+    const ran: string[] = [];
+    let release!: () => void;
+    const slowStarted = new Promise<void>((r) => (release = r));
+    h = await startHarness({
+      script: {
+        rules: [
+          { when: { on: 'user', text: 'first' }, respond: { blocks: [respond('Working.', 'awaiting', 'ack'), { type: 'tool_use', name: 'slow', input: {} }] } },
+          { when: { on: 'user', text: 'stop trusting' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount: 1000 } }] } },
+          { respond: { blocks: [respond('Done.', 'complete')] } },
+        ],
+      },
+      setup: register(ran, (rt) => {
+        rt.registries.tools.register({
+          name: 'slow',
+          description: 'slow',
+          inputSchema: { type: 'object' },
+          scope: 'generalist',
+          handler: async (_args, ctx) => {
+            release();
+            await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+            return 'stopped';
+          },
+        });
+        rt.registries.actors.register({ name: 'assistant', tools: ['slow', 'wire_money'] });
+      }),
+      agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
+    });
+    // slow needs no approval, so it is not exposed: it always runs.
+    const sid = await createSession(h.url, { name: 'assistant', tools: [{ name: 'wire_money', trust: true }] });
+    const first = turn(h.url, sid, user('first', 'message'));
+    await slowStarted;
+    const r = await turn(h.url, sid, user('stop trusting wire_money', 'message', { agent: { tools: [{ name: 'wire_money' }] } }));
+    await first;
+    expect(ran).toEqual([]);
+    expect(stopReason(r)).toBe('tool_use');
+    expect(toolCalls(r).map((c) => c.name)).toContain('wire_money');
+  });
+});
