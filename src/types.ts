@@ -223,8 +223,11 @@ export type MailboxEntry = { turnId: string; at: string } & (
   | { kind: 'tool_result'; actor: string; callId: string; tool: string; content: string; isError: boolean }
   /** A handoff: the receiver sees the sender's parts, not its bookkeeping tool messages. */
   | { kind: 'handoff'; from: string; to: string; parts: Part[] }
-  /** A data-bearing record (a tool's domain data), assembled into the envelope's domain-data. */
-  | { kind: 'data'; actor: string; callId: string; tool: string; data: unknown }
+  /**
+   * A data-bearing record, assembled into the envelope's domain-data under `tool`: a tool's domain
+   * data, or (`from: 'peer'`) the domain-data of a peer's envelope that resumed a delegated turn.
+   */
+  | { kind: 'data'; actor: string; callId: string; tool: string; data: unknown; from?: 'peer' }
   /** A nudge the runtime wrote to the model (free text outside respond(), ...). */
   | { kind: 'nudge'; actor: string; text: string }
 );

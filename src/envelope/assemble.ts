@@ -7,6 +7,8 @@
  *   ONE domain-data part (see `mergeDomainData`), placed where the actor's first domain-data part
  *   was, or after the actor's parts when it emitted none. No data-bearing records and no
  *   domain-data part: no domain-data part (a conversational turn carries its response only).
+ * - A peer's envelope that resumed a delegated turn is a data-bearing record of the turn too: its
+ *   domain-data (`peerData`) goes under `/peer`, by the same rule as a tool's under its name.
  * - Each citation is bound by a JSON Pointer (`data.path`, or `metadata.path` for a text
  *   citation) into that domain-data. A citation that resolves to nothing is left out of the
  *   envelope and recorded in `meta.warnings` (code `citation.unbound`, the part kept as emitted);
@@ -86,11 +88,15 @@ function citationProblem(part: Part, data: Record<string, unknown> | undefined):
   return r.found ? undefined : `citation left out: "${path}" resolves to nothing in domain-data (${r.reason})`;
 }
 
-/** One data-bearing record of the turn: a tool's data as the envelope may carry it. */
+/**
+ * One data-bearing record of the turn: a tool's data as the envelope may carry it (under `tool`,
+ * its name), or a peer envelope's domain-data (`from: 'peer'`, under `tool`: `peer`).
+ */
 export interface DataRecord {
   tool: string;
   callId: string;
   data: unknown;
+  from?: 'peer';
 }
 
 /** The data-bearing records of one turn, in order. */
@@ -99,14 +105,32 @@ export function collectData(mailbox: readonly MailboxEntry[], turnId: string): D
   for (let i = mailbox.length - 1; i >= 0; i--) {
     const e = mailbox[i]!;
     if (e.turnId !== turnId) break;
-    if (e.kind === 'data') out.push({ tool: e.tool, callId: e.callId, data: e.data });
+    if (e.kind === 'data') out.push(e.from === 'peer' ? { tool: e.tool, callId: e.callId, data: e.data, from: 'peer' } : { tool: e.tool, callId: e.callId, data: e.data });
   }
   return out.reverse();
+}
+
+/** The key a peer envelope's domain-data goes under in the merged domain-data. */
+export const PEER_DATA_KEY = 'peer';
+
+/**
+ * A peer's envelope as one data-bearing record: its domain-data parts merged in order (as an
+ * actor's are), or undefined when it carries none.
+ */
+export function peerData(parts: readonly Part[]): Record<string, unknown> | undefined {
+  const own: { part: Part; index: number }[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const p = parts[i]!;
+    if (p.metadata.partType === 'domain-data' && isPlainObject(p.data)) own.push({ part: p, index: i });
+  }
+  if (own.length === 0) return undefined;
+  return own.length === 1 ? own[0]!.part.data : mergeDomainData([], own).data;
 }
 
 /** Where each piece of the merged domain-data came from. */
 export type DomainDataSource =
   | { from: 'tool'; tool: string; callId: string; pointer: string }
+  | { from: 'peer'; callId: string; pointer: string }
   | { from: 'actor'; part: number; pointer: '' };
 
 /** A value the merge replaced: `pointer` now holds the later source's value. */
@@ -126,6 +150,7 @@ export interface DomainData {
  * The merge rule (docs/concepts/envelope.md "One domain-data object"):
  * 1. Each tool's records go under its name: `/<tool>` holds its data when it ran once in the turn,
  *    or an array of its data in call order when it ran more than once (`/<tool>/0`, `/<tool>/1`).
+ *    A peer's records (`from: 'peer'`) go the same way under their key (`/peer`).
  * 2. The actor's domain-data parts are then merged over that, in the order emitted: objects merge
  *    member by member, recursively; any other value (array, scalar) replaces what was there.
  * 3. Each replaced value is a conflict: the later source wins, and the conflict names the pointer,
@@ -148,10 +173,10 @@ export function mergeDomainData(records: readonly DataRecord[], actorParts: read
     const base = `/${escapeSegment(tool)}`;
     if (list.length === 1) {
       setOwn(data, tool, list[0]!.data);
-      sources.push({ from: 'tool', tool, callId: list[0]!.callId, pointer: base });
+      sources.push(recordSource(list[0]!, base));
     } else {
       setOwn(data, tool, list.map((r) => r.data));
-      list.forEach((r, i) => sources.push({ from: 'tool', tool, callId: r.callId, pointer: `${base}/${i}` }));
+      list.forEach((r, i) => sources.push(recordSource(r, `${base}/${i}`)));
     }
   }
   let merged = data;
@@ -170,9 +195,13 @@ export function mergeDomainData(records: readonly DataRecord[], actorParts: read
   return { data: merged, sources, conflicts };
 }
 
+function recordSource(r: DataRecord, pointer: string): DomainDataSource {
+  return r.from === 'peer' ? { from: 'peer', callId: r.callId, pointer } : { from: 'tool', tool: r.tool, callId: r.callId, pointer };
+}
+
 /**
  * The source that wrote the value at `pointer` before it was replaced: the latest earlier actor
- * part whose own data holds that pointer, else the tool source at, above or under it. An actor
+ * part whose own data holds that pointer, else the record (tool or peer) source at, above or under it. An actor
  * source's pointer is '' (it may write anywhere), so matching it by prefix would name a part that
  * never touched the key. A value several sources built (an object merged from a tool's data and
  * actor parts, or a repeated tool's array at `/<tool>`, whose sources are at `/<tool>/<i>`) is
@@ -183,7 +212,7 @@ function ownerOf(pointer: string, written: readonly { source: DomainDataSource; 
   for (let i = written.length - 1; i >= 0; i--) if (holds(written[i]!.data, path)) return written[i]!.source;
   for (let i = sources.length - 1; i >= 0; i--) {
     const s = sources[i]!;
-    if (s.from === 'tool' && (pointer === s.pointer || pointer.startsWith(`${s.pointer}/`) || s.pointer.startsWith(`${pointer}/`))) return s;
+    if (s.from !== 'actor' && (pointer === s.pointer || pointer.startsWith(`${s.pointer}/`) || s.pointer.startsWith(`${pointer}/`))) return s;
   }
   // Only the empty object the merge starts from has no source (replaced by a non-object actor
   // data, which the part type does not allow): the caller names the replacing part.

@@ -2,10 +2,20 @@
  * Injections into a held turn: a client-side tool's result, a peer agent's envelope, or a resume
  * payload. Each is journaled before the turn moves on; the machine decides whether the turn
  * resumes (`RESUME` with the state's `resumeOn`, or once no call is pending).
+ *
+ * A peer's envelope (spec 000 `delegated`: "streaming of the peer's envelope as it arrives") is
+ * written, in one step before the turn resumes: as the model reads it (a user entry
+ * `[peer-envelope] <json>`, which replay injects again), as a data-bearing record of the turn
+ * (its domain-data, which settlement merges under `/peer`), and as `part.received` events of its
+ * deliverable parts (registered part types that belong in an envelope), in the held state. Their
+ * callId is `<turnId>:peer-envelope:<n>`, n counting the turn's peer envelopes from 0; they are
+ * the peer's parts, never the actor's (recovery leaves them out of the turn's parts).
  */
 import type { Injection, TurnRef } from '../api.js';
+import { PEER_DATA_KEY, peerData } from '../envelope/assemble.js';
 import { TurnstateError } from '../errors.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
+import type { Envelope, MailboxEntry, Part, SessionEvent } from '../types.js';
 import type { HostCore } from './core.js';
 import { outcomeStep } from './tool-results.js';
 import { CALLS_ANSWERED, type ActiveTurn } from './turn.js';
@@ -68,13 +78,51 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
       const text = injection.kind === 'peer-envelope' ? JSON.stringify(injection.envelope) : JSON.stringify(injection.payload ?? null);
       t.resuming = true;
       try {
-        await s.journal.commit({ mailbox: [{ kind: 'user', turnId: t.turnId, at: s.deps.clock.iso(), text: `[${resumeOn}] ${text}` }] });
+        const at = s.deps.clock.iso();
+        const mailbox: MailboxEntry[] = [{ kind: 'user', turnId: t.turnId, at, text: `[${resumeOn}] ${text}` }];
+        const events = injection.kind === 'peer-envelope' ? await peerEnvelopeStep(s, t.turnId, at, injection.envelope, mailbox) : [];
+        await s.journal.commit({ events, mailbox });
       } finally {
         t.resuming = false;
       }
       return s.resume(t, resume)!;
     }
   }
+}
+
+/** The callId of the parts and the data record of a turn's peer envelopes: `<turnId>:peer-envelope:<n>`. */
+export function peerCallPrefix(turnId: string): string {
+  return `${turnId}:${PEER_ENVELOPE}:`;
+}
+
+const PEER_ENVELOPE = 'peer-envelope';
+
+/** Adds a peer envelope's data record to `mailbox` and returns the events of its deliverable parts. */
+async function peerEnvelopeStep(s: HeldSession, turnId: string, at: string, envelope: Envelope, mailbox: MailboxEntry[]): Promise<SessionEvent[]> {
+  // The n-th peer envelope of the turn (the user entries written before this one).
+  const prefix = `[${PEER_ENVELOPE}] `;
+  const written = await s.journal.mailbox();
+  let n = 0;
+  for (let i = written.length - 1; i >= 0 && written[i]!.turnId === turnId; i--) {
+    const m = written[i]!;
+    if (m.kind === 'user' && m.text.startsWith(prefix)) n++;
+  }
+  const callId = `${peerCallPrefix(turnId)}${n}`;
+  const actor = s.machine.actingActor();
+  // A peer is outside the runtime: only well-formed parts are read.
+  const parts = (Array.isArray(envelope.parts) ? envelope.parts : []).filter(
+    (p): p is Part => p !== null && typeof p === 'object' && p.metadata !== null && typeof p.metadata === 'object' && typeof p.metadata.partType === 'string',
+  );
+  const data = peerData(parts);
+  if (data !== undefined) mailbox.push({ kind: 'data', turnId, at, actor, callId, tool: PEER_DATA_KEY, data, from: 'peer' });
+  const partTypes = s.deps.registries.partTypes;
+  const state = s.turnState();
+  const events: SessionEvent[] = [];
+  for (let i = 0; i < parts.length; i++) {
+    const def = partTypes.get(parts[i]!.metadata.partType);
+    if (def?.meta.inEnvelope) events.push(s.journal.partReceived(turnId, callId, i, parts[i]!, state, actor));
+  }
+  return events;
 }
 
 const KINDS = ['client-tool-result', 'peer-envelope', 'resume'];

@@ -14,6 +14,7 @@ import { applyResolution } from './approval-answers.js';
 import { replayCompatTurn } from './compat-turn.js';
 import { sessionOf, type HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
+import { peerCallPrefix } from './injections.js';
 import { requestedChange } from './model-call.js';
 import { dispatchTools } from './tool-dispatch.js';
 import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
@@ -90,8 +91,10 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
   /** Calls with streamed deltas, and those whose deltas a part or a retraction followed. */
   const streamed = new Set<string>();
   const ended = new Set<string>();
-  // Parts published after the last persisted snapshot belong to the turn too.
+  // Parts published after the last persisted snapshot belong to the turn too; a peer envelope's
+  // parts (injections.ts) are the peer's, not the turn's.
   const known = new Set(t.parts.map((p) => JSON.stringify(p)));
+  const peer = peerCallPrefix(t.turnId);
   for (const e of events) {
     if (e.turnId !== t.turnId) continue;
     if (e.type === 'tool.called') called.add(e.callId);
@@ -101,6 +104,7 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
     else if (e.type === 'part.retracted') ended.add(e.callId);
     else if (e.type === 'part.received') {
       ended.add(e.callId);
+      if (e.callId.startsWith(peer)) continue;
       const key = JSON.stringify(e.part);
       if (!known.has(key)) {
         known.add(key);

@@ -3,8 +3,15 @@
  *
  * - The actor's own model responses and their tool results appear as sent (tool_results first
  *   in the next user message, one per tool_use, as the Messages API requires).
- * - Another actor's bookkeeping (its respond() calls, tool calls, results) never appears; what
- *   it said to the user appears as its text, and a hand-off appears as the sender's parts.
+ * - Another actor's bookkeeping (its respond() calls, tool calls, results) never appears as tool
+ *   blocks (the actor may not have those tools); what it said to the user appears as its text.
+ * - A hand-off appears as the sender's parts: text parts as text, data parts (domain-data, ...)
+ *   as `[<partType>] <json>`. The receiver inherits the mailbox (spec 000 `passed`): before the
+ *   hand-off it reads the data the turn gathered so far that it has not seen, one
+ *   `[data from <actor>] <content>` line per data-bearing record of another actor, its content
+ *   the tool result as the model may see it (the llm-session view, as its own tool_result
+ *   would be), never the record itself (the peer-response view). A peer's record is not repeated:
+ *   its envelope is a user entry every actor reads.
  * - Consecutive messages of one role are merged; the history always starts with a user message.
  */
 import type { ContentBlock, MailboxEntry, ModelMessage, Part } from '../types.js';
@@ -31,6 +38,9 @@ export interface HistoryView {
 export function createHistory(actor: string): HistoryView {
   const out: ModelMessage[] = [];
   let upTo = 0;
+  /** Another actor's data-bearing results of `gatheredTurn` this actor has not been shown yet. */
+  let gathered: string[] | null = null;
+  let gatheredTurn = '';
   const push = (role: 'user' | 'assistant', block: ContentBlock) => {
     const n = out.length;
     const last = n > 0 ? out[n - 1]! : undefined;
@@ -45,7 +55,7 @@ export function createHistory(actor: string): HistoryView {
       out[n - 1] = { role, content };
     } else out.push({ role, content: [block] });
   };
-  const fold = (e: MailboxEntry) => {
+  const fold = (e: MailboxEntry, mailbox: readonly MailboxEntry[], i: number) => {
     switch (e.kind) {
       case 'user':
         push('user', { type: 'text', text: e.text });
@@ -62,13 +72,26 @@ export function createHistory(actor: string): HistoryView {
         if (e.actor === actor) push('user', { type: 'tool_result', tool_use_id: e.callId, content: e.content, ...(e.isError ? { is_error: true } : {}) });
         break;
       case 'handoff':
-        if (e.from !== actor) push('user', { type: 'text', text: `[handoff from ${e.from}] ${partsText(e.parts) || '(no message)'}` });
+        if (e.from !== actor) {
+          if (gathered !== null && gatheredTurn === e.turnId) push('user', { type: 'text', text: gathered.join('\n') });
+          gathered = null;
+          push('user', { type: 'text', text: `[handoff from ${e.from}] ${partsText(e.parts) || '(no message)'}` });
+        }
         break;
       case 'nudge':
         if (e.actor === actor) push('user', { type: 'text', text: `[runtime] ${e.text}` });
         break;
-      case 'data':
+      case 'data': {
+        if (e.actor === actor || e.from === 'peer') break;
+        const content = resultContent(mailbox, i, e.callId);
+        if (content === undefined) break;
+        if (gathered === null || gatheredTurn !== e.turnId) {
+          gathered = [];
+          gatheredTurn = e.turnId;
+        }
+        gathered.push(`[data from ${e.actor}] ${content}`);
         break;
+      }
     }
   };
   return {
@@ -77,8 +100,9 @@ export function createHistory(actor: string): HistoryView {
       if (mailbox.length < upTo) {
         out.length = 0;
         upTo = 0;
+        gathered = null;
       }
-      for (let i = upTo; i < mailbox.length; i++) fold(mailbox[i]!);
+      for (let i = upTo; i < mailbox.length; i++) fold(mailbox[i]!, mailbox, i);
       upTo = mailbox.length;
       if (out.length > 0 && out[0]!.role !== 'user') {
         return [{ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] }, ...out];
@@ -102,8 +126,26 @@ function spokenText(content: readonly ContentBlock[]): string {
   return text;
 }
 
+/** A hand-off's parts: texts as they are, data parts as `[<partType>] <json>`, in order. */
 function partsText(parts: readonly Part[]): string {
   let text = '';
-  for (const p of parts) if (typeof p.text === 'string') text += (text ? '\n' : '') + p.text;
+  for (const p of parts) {
+    if (typeof p.text === 'string') text += (text ? '\n' : '') + p.text;
+    else if (p.data !== undefined) text += `${text ? '\n' : ''}[${p.metadata.partType}] ${JSON.stringify(p.data)}`;
+  }
   return text;
+}
+
+/**
+ * The tool result a data record at `i` belongs to, as the model may see it: written in the same
+ * step just before the record (tool-dispatch.ts), so the walk back is one or two entries.
+ */
+function resultContent(mailbox: readonly MailboxEntry[], i: number, callId: string): string | undefined {
+  const turnId = mailbox[i]!.turnId;
+  for (let j = i - 1; j >= 0; j--) {
+    const m = mailbox[j]!;
+    if (m.turnId !== turnId) return undefined;
+    if (m.kind === 'tool_result' && m.callId === callId) return m.isError ? undefined : m.content;
+  }
+  return undefined;
 }

@@ -3,7 +3,7 @@
  * docs/concepts/envelope.md).
  */
 import { describe, expect, it } from 'vitest';
-import { assembleEnvelope, mergeDomainData } from '../../src/envelope/assemble.js';
+import { assembleEnvelope, mergeDomainData, peerData } from '../../src/envelope/assemble.js';
 import { createRegistries } from '../../src/create-registries.js';
 import type { MailboxEntry, Part } from '../../src/types.js';
 
@@ -154,6 +154,30 @@ describe('envelope: one domain-data object (spec 001 step 6)', () => {
     const both = mergeDomainData([{ tool: '__proto__', callId: 'c', data: { z: 3 } }], [{ part: data('domain-data', actor), index: 1 }]);
     expect(Object.getOwnPropertyDescriptor(both.data, '__proto__')?.value).toEqual({ z: 3, polluted: true });
     expect(both.sources[0]).toEqual({ from: 'tool', tool: '__proto__', callId: 'c', pointer: '/__proto__' });
+  });
+
+  it('envelope:domain-data:peer — a peer envelope\'s domain-data is a data-bearing record of the turn: under /peer, by the tools\' rule, with its own source; the actor\'s data replaces it as it would a tool\'s', () => {
+    const peer = peerData([text('response', 'EJ4521 £94'), data('domain-data', { fares: [{ id: 'EJ4521' }] }), data('domain-data', { currency: 'GBP' }), data('citation', { path: '/fares/0' })]);
+    // A peer's several domain-data parts are one record (merged as an actor's are); no domain-data, no record.
+    expect(peer).toEqual({ fares: [{ id: 'EJ4521' }], currency: 'GBP' });
+    expect(peerData([text('response', 'nothing to add')])).toBeUndefined();
+    const mailbox: MailboxEntry[] = [
+      record('search_flights', 'c1', { flights: [] }),
+      { kind: 'data', turnId: T, at, actor: 'sally', callId: `${T}:peer-envelope:0`, tool: 'peer', data: peer, from: 'peer' },
+    ];
+    const env = assemble([text('response', 'Found one.'), data('domain-data', { peer: { currency: 'EUR' } })], mailbox);
+    expect(env.parts[1]).toEqual({
+      data: { search_flights: { flights: [] }, peer: { fares: [{ id: 'EJ4521' }], currency: 'EUR' } },
+      metadata: {
+        partType: 'domain-data',
+        sources: [
+          { from: 'tool', tool: 'search_flights', callId: 'c1', pointer: '/search_flights' },
+          { from: 'peer', callId: `${T}:peer-envelope:0`, pointer: '/peer' },
+          { from: 'actor', part: 1, pointer: '' },
+        ],
+        conflicts: [{ pointer: '/peer/currency', replaced: { from: 'peer', callId: `${T}:peer-envelope:0`, pointer: '/peer' }, by: { from: 'actor', part: 1, pointer: '' } }],
+      },
+    });
   });
 
   it('envelope:domain-data:escaped-keys — tool names and keys with "/" or "~" are escaped in pointers (RFC 6901)', () => {

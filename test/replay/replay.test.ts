@@ -231,6 +231,45 @@ describe('replay reproduces recorded sessions', () => {
     reopened.close();
   });
 
+  it('replay:exact:delegated — a turn delegated to a peer replays identically: the peer\'s envelope is injected again from the mailbox, its parts are published and its domain-data is in the envelope', async () => {
+    const { createRuntime } = await import('../../src/runtime.js');
+    const { createScriptedModel } = await import('../../src/models/scripted.js');
+    const setup = (reg: import('../../src/registries/types.js').Registries): void => {
+      reg.actors.register({ name: 'baxter', tools: [] });
+    };
+    const store = createSqliteStore({ path: join(dir, 'delegated.db') });
+    const rt = createRuntime({
+      model: createScriptedModel({
+        rules: [
+          { when: { on: 'user', text: '^\\[peer-envelope\\]' }, respond: { blocks: [respond([{ text: 'The fares agent found EJ4521.', partType: 'response' }], 'complete')] } },
+          { when: { on: 'user' }, respond: { blocks: [respond([{ text: 'Asking the fares agent.', partType: 'ack' }], 'delegated')] } },
+        ],
+      }),
+      store,
+    });
+    setup(rt.registries);
+    const s = await rt.createSession({ id: 'delegated', actor: 'baxter' });
+    expect((await (await s.send('flights?')).settled).finalizedBy).toBe('delegated');
+    const peer = {
+      role: 'agent' as const,
+      parts: [
+        { text: 'EJ4521 £94', metadata: { partType: 'response' } },
+        { data: { fares: [{ flight: 'EJ4521', price: 94 }] }, metadata: { partType: 'domain-data' } },
+      ],
+      meta: { sessionId: 'peer', turnId: 'pt', producedAt: '2026-01-01T00:00:00.000Z', finalizedBy: 'complete' },
+    };
+    expect((await (await s.inject({ kind: 'peer-envelope', envelope: peer }))!.settled).finalizedBy).toBe('complete');
+    await rt.close();
+    const reopened = createSqliteStore({ path: join(dir, 'delegated.db') });
+    const recorded = await reopened.readEvents('delegated', 0);
+    // What was recorded: the peer's parts, and its data in the envelope.
+    expect(partsOf(recorded).map((p) => p.metadata.partType)).toEqual(['ack', 'response', 'domain-data', 'response']);
+    expect(envelopes(recorded)[0]!.find((p) => p.metadata.partType === 'domain-data')!.data).toEqual({ peer: { fares: [{ flight: 'EJ4521', price: 94 }] } });
+    await expectExactReplay(reopened, 'delegated', { setup });
+    await expectExactReplay(reopened, 'delegated');
+    reopened.close();
+  });
+
   it('replay:exact:retried-tool — a call of an idempotent tool that took three attempts replays from its final attempt, by callId and by content', async () => {
     const { createRuntime } = await import('../../src/runtime.js');
     const { createScriptedModel } = await import('../../src/models/scripted.js');
