@@ -8,6 +8,9 @@ import { RESERVED_TOOL_NAMES, TOOL_NAME } from './tools.js';
 import { Registry } from './registry.js';
 import type { ActorDefinition, ActorRegistryApi } from './types.js';
 
+/** The smallest thinking budget the Messages API takes (`budget_tokens` "must be ≥1024"). */
+export const MIN_THINKING_BUDGET = 1024;
+
 /** Actor names: a letter, then letters, digits, '_' or '-', at most 64 characters. */
 export const ACTOR_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
 
@@ -112,8 +115,9 @@ export class ActorRegistry extends Registry<ActorDefinition> implements ActorReg
     }
     if (d.thinking !== undefined) {
       const t = d.thinking as Record<string, unknown> | null;
-      if (t === null || typeof t !== 'object' || !isPositiveInt(t.budgetTokens)) {
-        fail('actors:thinking:budget', 'thinking must be { budgetTokens: <positive integer> }');
+      if (t === null || typeof t !== 'object' || !isPositiveInt(t.budgetTokens) || (t.budgetTokens as number) < MIN_THINKING_BUDGET) {
+        const got = t !== null && typeof t === 'object' ? `, got ${JSON.stringify(t.budgetTokens) ?? 'undefined'}` : '';
+        fail('actors:thinking:budget', `thinking must be { budgetTokens: <integer of at least ${MIN_THINKING_BUDGET}> } (the Messages API refuses a smaller budget)${got}`);
       }
     }
     if (d.compat !== undefined && d.compat !== 'respond_to_user') {

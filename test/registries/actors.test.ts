@@ -83,6 +83,8 @@ describe('ActorRegistry', () => {
     expectRule(() => r.register({ name: 'a', maxModelCalls: 1.5 }), 'actors:maxModelCalls:positive-integer');
     expectRule(() => r.register({ name: 'a', maxRespondRetries: -1 }), 'actors:maxRespondRetries:non-negative-integer');
     expectRule(() => r.register({ name: 'a', thinking: { budgetTokens: 0 } }), 'actors:thinking:budget');
+    // The Messages API: budget_tokens "Must be ≥1024" (every turn of such an actor failed 400).
+    expectRule(() => r.register({ name: 'a', thinking: { budgetTokens: 500 } }), 'actors:thinking:budget', 'at least 1024', 'got 500');
     expectRule(() => r.register({ name: 'a', compat: 'openai' as never }), 'actors:compat:invalid');
     expectRule(() => r.register({ name: 'a', compat: { mode: 'speak' } as never }), 'actors:compat:invalid', 'mode "speak"');
     expectRule(() => r.register({ name: 'a', compat: { mode: 'respond_to_user', deliverDrafts: 'yes' } as never }), 'actors:compat:invalid', 'deliverDrafts must be a boolean');
