@@ -181,5 +181,9 @@ export { createMemoryStore } from './stores/memory.js';
 export { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 export { createFileArtifactStore } from './stores/artifacts-fs.js';
 
-// Transport contracts.
+// Transport contracts, and the node:http server that composes transports (as `turnstate serve` does).
 export type { Authenticate, AuthResult, HttpTransport } from './transports/types.js';
+export { startServer, healthTransport } from './transports/server.js';
+export type { RunningServer, StartServerOptions } from './transports/server.js';
+export { createArtifactsTransport } from './transports/artifacts.js';
+export type { ArtifactsTransportOptions } from './transports/artifacts.js';

@@ -34,7 +34,8 @@ import { produceLlmContext } from './envelope/llm-context.js';
 import { sessionMachineLimits } from './limits.js';
 import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
-import type { PartTypeRegistryApi } from './registries/types.js';
+import type { PartTypeRegistryApi, Registries } from './registries/types.js';
+import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from './registries/index.js';
 import { REASONING_TRACES } from './envelope/reasoning.js';
 import { artifactPartCheck } from './envelope/artifacts.js';
 import { surfacePartCheck } from './envelope/surface-check.js';
@@ -54,6 +55,38 @@ function checkOptions(options: RuntimeOptions): void {
   }
   const p = options.passivateAfterMs;
   if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0)) throw bad(`\`passivateAfterMs\` must be a number of milliseconds of at least 0 (0: never), got ${String(p)}`);
+  if (options.registries !== undefined) {
+    const why = registriesProblem(options.registries);
+    if (why !== undefined) throw bad(why);
+  }
+}
+
+/** Each registry of `Registries` and the methods the runtime calls on it. */
+const REGISTRY_METHODS = {
+  partTypes: ['get', 'has', 'list', 'ids', 'register', 'deliveryFor'],
+  turnStates: ['get', 'has', 'list', 'ids', 'register'],
+  tools: ['get', 'has', 'list', 'ids', 'register', 'resolve'],
+  actors: ['get', 'has', 'list', 'ids', 'register'],
+  surfaceTemplates: ['get', 'has', 'list', 'register'],
+} as const;
+
+/** What keeps `r` from being the runtime's registries (createRegistries() makes them), or undefined. */
+function registriesProblem(r: unknown): string | undefined {
+  if (r === null || typeof r !== 'object') return `\`registries\` must be the runtime's registries (createRegistries()), got ${r === null ? 'null' : typeof r}`;
+  const regs = r as Record<string, Record<string, unknown> | null | undefined>;
+  for (const [name, methods] of Object.entries(REGISTRY_METHODS)) {
+    const reg = regs[name];
+    if (reg === null || typeof reg !== 'object') return `\`registries.${name}\` is missing (registries: ${Object.keys(REGISTRY_METHODS).join(', ')}; see createRegistries())`;
+    const method = methods.find((m) => typeof reg[m] !== 'function');
+    if (method !== undefined) return `\`registries.${name}\` is missing its ${method}() method`;
+  }
+  // The machine and the respond() parser rely on every canonical entry being there.
+  const { turnStates, partTypes } = r as Registries;
+  const state = Object.keys(CANONICAL_TURN_STATES).find((id) => !turnStates.has(id));
+  if (state !== undefined) return `\`registries.turnStates\` lacks the canonical turn state "${state}" (a TurnStateRegistry has every one)`;
+  const partType = Object.keys(CANONICAL_PART_TYPES).find((id) => !partTypes.has(id));
+  if (partType !== undefined) return `\`registries.partTypes\` lacks the canonical part type "${partType}" (a PartTypeRegistry has every one)`;
+  return undefined;
 }
 
 export interface TurnstateRuntime extends Runtime {

@@ -96,10 +96,16 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   if (script !== undefined) args.script = script;
   const origins = values.get('allow-origin') ?? env['TURNSTATE_ALLOWED_ORIGINS'];
   if (origins !== undefined && origins.trim() !== '') {
-    args.allowedOrigins = origins.split(',').map((o) => o.trim()).filter((o) => o !== '');
-    for (const o of args.allowedOrigins) {
-      if (parseOrigin(o) === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path), e.g. https://app.example.com`);
-    }
+    // Each as the origin a browser sends (`https://App.Example.com:443` is https://app.example.com).
+    args.allowedOrigins = origins
+      .split(',')
+      .map((o) => o.trim())
+      .filter((o) => o !== '')
+      .map((o) => {
+        const origin = parseOrigin(o);
+        if (origin === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path, query or user), e.g. https://app.example.com`);
+        return origin;
+      });
   }
   const passivate = values.get('passivate-after') ?? env['TURNSTATE_PASSIVATE_AFTER_MS'];
   if (passivate !== undefined) {

@@ -21,27 +21,43 @@ export function authFromEnv(value: string | undefined): Authenticate {
     throw new Error('TURNSTATE_API_KEYS must be a JSON object mapping tokens to principals');
   }
   // Each entry is checked now: a principal without a userId (null, a string, {}) would otherwise
-  // fail or run turns for nobody on every request that uses its key.
+  // fail or run turns for nobody on every request that uses its key, and a misspelt field
+  // ("tenant" for tenantId) would silently put the key's user in no tenant.
   for (const [token, p] of Object.entries(keys)) {
-    const principal = p as unknown as Record<string, unknown> | null;
-    const why =
-      principal === null || typeof principal !== 'object' || Array.isArray(principal)
-        ? 'is not an object'
-        : typeof principal.userId !== 'string' || principal.userId === ''
-          ? 'has no userId string'
-          : principal.tenantId !== undefined && typeof principal.tenantId !== 'string'
-            ? 'has a tenantId that is not a string'
-            : undefined;
+    const why = principalProblem(p);
     if (why !== undefined) throw new Error(`TURNSTATE_API_KEYS: the principal of key ${JSON.stringify(token.slice(0, 4) + '…')} ${why}; use {"userId": "ana", "tenantId": "acme"}`);
   }
   const table = new Map(Object.entries(keys));
   return (req) => {
     const header = req.headers.authorization;
     const fromQuery = new URL(req.url ?? '/', 'http://localhost').searchParams.get('token');
-    const token = header?.startsWith('Bearer ') ? header.slice(7).trim() : fromQuery ?? undefined;
+    // The scheme is case-insensitive (RFC 7235): `bearer k1` is the key k1.
+    const bearer = header === undefined ? undefined : /^bearer +(.*)$/i.exec(header.trim());
+    const token = bearer ? bearer[1]!.trim() : fromQuery ?? undefined;
     if (token === undefined || token === '') return { ok: false, status: 401, message: 'an API key is required: Authorization: Bearer <key>' };
     const principal = table.get(token);
     if (principal === undefined) return { ok: false, status: 403, message: 'this API key is not valid' };
     return { ok: true, principal };
   };
+}
+
+/** The fields a principal may have (Principal), in the order the error lists them. */
+const PRINCIPAL_FIELDS = ['userId', 'tenantId', 'personId', 'attributes', 'roles'] as const;
+
+/** What is wrong with one principal of TURNSTATE_API_KEYS ("has no userId string"), or undefined. */
+function principalProblem(p: unknown): string | undefined {
+  if (p === null || typeof p !== 'object' || Array.isArray(p)) return 'is not an object';
+  const principal = p as Record<string, unknown>;
+  const unknown = Object.keys(principal).find((k) => !(PRINCIPAL_FIELDS as readonly string[]).includes(k));
+  if (unknown !== undefined) return `has an unknown field ${JSON.stringify(unknown)} (known: ${PRINCIPAL_FIELDS.join(', ')})`;
+  if (typeof principal.userId !== 'string' || principal.userId === '') return 'has no userId string';
+  for (const field of ['tenantId', 'personId'] as const) {
+    if (principal[field] !== undefined && typeof principal[field] !== 'string') return `has a ${field} that is not a string`;
+  }
+  const { attributes, roles } = principal;
+  if (attributes !== undefined && (attributes === null || typeof attributes !== 'object' || Array.isArray(attributes))) {
+    return 'has attributes that are not an object (of attribute names to values, e.g. {"tier": "trusted"})';
+  }
+  if (roles !== undefined && (!Array.isArray(roles) || !roles.every((r) => typeof r === 'string'))) return 'has roles that are not an array of strings';
+  return undefined;
 }

@@ -7,7 +7,7 @@
  * Contract: `close()` stops accepting, lets the transports finish what they accepted, then
  * closes the runtime (its store included); nothing accepted is lost.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ModelPort, Runtime } from '../api.js';
@@ -91,11 +91,26 @@ function readScript(path: string): ModelScript {
   }
 }
 
+/** Creates the data directory when missing; a path that is (or lies under) a file is refused naming it. */
+function makeDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    // The nearest existing path: the file in the way.
+    let at = dataDir;
+    while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
+    const inTheWay = at !== dataDir && !statSync(at).isDirectory() ? ` (${at} is a file)` : '';
+    throw new Error(`--data-dir ${dataDir} is not a directory${inTheWay}`);
+  }
+}
+
 export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
   const dataDir = resolve(opts.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  makeDataDir(dataDir);
 
   const desk = await loadTravelDesk();
   let model: ModelPort;

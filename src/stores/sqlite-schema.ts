@@ -284,19 +284,38 @@ function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'f
   // times between checkpoints and copied to the file once each.
   db.pragma('wal_autocheckpoint = 8000');
   migrateSqlite(db);
+  // SQLite opens a file it may only read (mode 444, a read-only mount) read-only without a word;
+  // a write rolled back now fails here instead of at the first commit.
+  probeWrite(db);
+}
+
+/** Writes the schema version it already holds and rolls back: throws SQLITE_READONLY where no write can land. */
+function probeWrite(db: Db): void {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    db.pragma(`user_version = ${db.pragma('user_version', { simple: true }) as number}`);
+  } finally {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
 }
 
 /**
  * A failure to open, check or migrate the file as `store.open_failed` naming the path and the
  * cause (a file that is not a database, a lock held too long, a failed migration step: each step
- * is one transaction, so the file stays at the last version reached). A TurnstateError (a schema
- * refusal) already names the path and passes through.
+ * is one transaction, so the file stays at the last version reached; a file a writable store
+ * cannot write says "cannot write"). A TurnstateError (a schema refusal) already names the path
+ * and passes through.
  */
 export function openFailed(path: string, err: unknown): TurnstateError {
   if (err instanceof TurnstateError) return err;
   const message = err instanceof Error ? err.message : String(err);
   const sqliteCode = (err as { code?: unknown } | null)?.code;
-  return new TurnstateError('store.open_failed', `cannot open SQLite store ${path}: ${message}`, {
+  // SQLITE_READONLY, SQLITE_READONLY_DIRECTORY, ...: readable, but a writable store cannot work.
+  const text =
+    typeof sqliteCode === 'string' && sqliteCode.startsWith('SQLITE_READONLY')
+      ? `cannot write SQLite store ${path}: ${message} (this process may not write the file or its directory: fix their permissions, or open the store with readonly: true to read it)`
+      : `cannot open SQLite store ${path}: ${message}`;
+  return new TurnstateError('store.open_failed', text, {
     cause: err,
     details: typeof sqliteCode === 'string' ? { path, sqliteCode } : { path },
   });

@@ -424,15 +424,20 @@ export function formatSseComment(text = ''): string {
 }
 
 /**
- * `o` as a bare origin (scheme://host[:port], a trailing slash allowed), or undefined when it is
- * not one (a path, no scheme, `null`). Shared by `allowedOrigins` and `turnstate serve --allow-origin`.
+ * `o` as a bare origin, normalised as browsers send it (`HTTPS://App.Example.com:443/` is
+ * `https://app.example.com`), or undefined when it is not one: no scheme (`app.example.com`),
+ * `null`, a path, a query, a fragment or credentials. Shared by `allowedOrigins` and
+ * `turnstate serve --allow-origin`.
  */
 export function parseOrigin(o: string): string | undefined {
-  let origin: string;
+  // scheme://host[:port] and at most a trailing slash: no path (not even `/.`), query, fragment or `user@`.
+  if (!/^[a-z][a-z0-9+.-]*:\/\/[^/?#@]+\/?$/i.test(o)) return undefined;
+  let url: URL;
   try {
-    origin = new URL(o).origin;
+    url = new URL(o);
   } catch {
     return undefined;
   }
-  return origin !== 'null' && origin === o.replace(/\/$/, '') ? origin : undefined;
+  // A scheme without an origin (`chrome-extension:`, `file:`) has the origin "null".
+  return url.origin !== 'null' && url.origin === `${url.protocol}//${url.host}` ? url.origin : undefined;
 }

@@ -33,6 +33,15 @@ describe('turnstate arguments', () => {
     expect(() => parseArgs(['serve', '--allow-host', 'http://agents.internal:8787'], {})).toThrow(/--allow-host: "http:\/\/agents.internal:8787" is not a host name/);
   });
 
+  it('cli:args:allow-origin-normalised — "comma-separated origins (https://app.example.com)": an origin written with capitals, its default port or a trailing slash is that origin; a path, query, fragment or credentials are still refused', () => {
+    expect(parseArgs(['serve', '--allow-origin', 'https://App.Example.com,HTTPS://app.example.com:443,http://LOCALHOST:5173/,http://box.lan:80'], {})).toMatchObject({
+      args: { allowedOrigins: ['https://app.example.com', 'https://app.example.com', 'http://localhost:5173', 'http://box.lan'] },
+    });
+    for (const bad of ['https://app.example.com/chat', 'https://app.example.com?x=1', 'https://app.example.com/?', 'https://app.example.com#top', 'https://ana:pw@app.example.com', 'https://ana@app.example.com', 'blob:https://app.example.com', 'app.example.com:443', 'null']) {
+      expect(() => parseArgs(['serve', '--allow-origin', bad], {}), bad).toThrow(`--allow-origin: "${bad}" is not an origin`);
+    }
+  });
+
   it('cli:auth — without keys everyone is the local user; with keys a bearer token is required and maps to its principal', async () => {
     const req = (headers: Record<string, string>, url = '/') => ({ headers, url }) as unknown as IncomingMessage;
     expect(await authFromEnv(undefined)(req({}))).toEqual({ ok: true, principal: LOCAL_PRINCIPAL });
@@ -50,5 +59,34 @@ describe('turnstate arguments', () => {
     }
     // The token itself is not printed whole.
     expect(() => authFromEnv(JSON.stringify({ 'secret-token-123': null }))).toThrow(/"secr…"/);
+  });
+
+  it('cli:auth:unknown-field — "each an object with a userId string, and optionally tenantId and attributes; anything else stops the server at startup, naming the key": a misspelt tenantId ("tenant") would silently turn tenant isolation off', () => {
+    const keys = (principal: unknown) => JSON.stringify({ 'k-good': { userId: 'bo', tenantId: 'acme' }, 'k-ana-123': principal });
+    expect(() => authFromEnv(keys({ userId: 'ana', tenant: 'acme' }))).toThrow(
+      'TURNSTATE_API_KEYS: the principal of key "k-an…" has an unknown field "tenant" (known: userId, tenantId, personId, attributes, roles)',
+    );
+    expect(() => authFromEnv(keys({ userId: 'ana', tenantID: 'acme' }))).toThrow(/key "k-an…" has an unknown field "tenantID"/);
+    for (const attributes of ['trusted', ['tier'], null, 7]) {
+      expect(() => authFromEnv(keys({ userId: 'ana', attributes })), JSON.stringify(attributes)).toThrow(
+        /key "k-an…" has attributes that are not an object \(of attribute names to values, e\.g\. \{"tier": "trusted"\}\)/,
+      );
+    }
+    expect(() => authFromEnv(keys({ userId: 'ana', roles: 'approver' }))).toThrow(/key "k-an…" has roles that are not an array of strings/);
+    expect(() => authFromEnv(keys({ userId: 'ana', personId: 7 }))).toThrow(/key "k-an…" has a personId that is not a string/);
+    // Every field a Principal has is accepted.
+    const full = { userId: 'ana', tenantId: 'acme', personId: 'p-1', attributes: { tier: 'trusted' }, roles: ['approver'] };
+    expect(() => authFromEnv(keys(full))).not.toThrow();
+  });
+
+  it('cli:auth:bearer-any-case — "Authorization: Bearer <key>": the scheme is case-insensitive (RFC 7235), so bearer and BEARER are the same key', async () => {
+    const req = (headers: Record<string, string>) => ({ headers, url: '/' }) as unknown as IncomingMessage;
+    const auth = authFromEnv(JSON.stringify({ k1: { userId: 'ana' } }));
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      expect(await auth(req({ authorization: `${scheme} k1` })), scheme).toEqual({ ok: true, principal: { userId: 'ana' } });
+    }
+    expect(await auth(req({ authorization: 'Bearer  k1 ' }))).toMatchObject({ ok: true });
+    // Another scheme is no key: 401, as without the header.
+    expect(await auth(req({ authorization: 'Basic azE6' }))).toMatchObject({ ok: false, status: 401 });
   });
 });

@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createRegistries } from '../../src/create-registries.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
@@ -123,6 +124,34 @@ describe('inputs: the session API refuses what it cannot keep or honour', () => 
     ];
     for (const [opts, msg] of bad) expect(() => createRuntime(opts as never), String(msg)).toThrow(expect.objectContaining({ code: 'runtime.options', message: expect.stringMatching(msg) }));
     expect(() => createRuntime({ model, limits: { maxModelCallsPerTurn: undefined } as never })).not.toThrow();
+  });
+
+  it('inputs:runtime:registries — "bad input gets a clear error that names what was wrong": createRuntime refuses registries that are not the runtime\'s (createRegistries()) shape, naming the missing registry, method or canonical entry (runtime.options), instead of a bare TypeError at the first session', () => {
+    const model = createScriptedModel({ rules: [] });
+    const { turnStates: _t, ...noTurnStates } = createRegistries();
+    const full = createRegistries();
+    const withTurnStates = (turnStates: unknown) => ({ ...createRegistries(), turnStates });
+    const canonical = createRegistries().turnStates;
+    const missing = (id: string) => {
+      const keep = canonical.list().filter((d) => d.id !== id);
+      return withTurnStates({ get: (k: string) => keep.find((d) => d.id === k), has: (k: string) => keep.some((d) => d.id === k), list: () => keep, ids: () => keep.map((d) => d.id), register: () => undefined });
+    };
+    const bad: [unknown, string | RegExp][] = [
+      ['registries', /`registries` must be the runtime's registries \(createRegistries\(\)\), got string/],
+      [{}, '`registries.partTypes` is missing (registries: partTypes, turnStates, tools, actors, surfaceTemplates; see createRegistries())'],
+      [noTurnStates, '`registries.turnStates` is missing'],
+      [{ ...full, tools: [] }, '`registries.tools` is missing its get() method'],
+      [withTurnStates({ get: () => undefined, list: () => [], has: () => false, register() {} }), '`registries.turnStates` is missing its ids() method'],
+      [{ ...full, partTypes: { get: () => undefined, has: () => false, list: () => [], ids: () => [], register() {} } }, '`registries.partTypes` is missing its deliveryFor() method'],
+      [missing('complete'), '`registries.turnStates` lacks the canonical turn state "complete"'],
+      [missing('suspended'), '`registries.turnStates` lacks the canonical turn state "suspended"'],
+    ];
+    for (const [registries, msg] of bad) {
+      expect(() => createRuntime({ model, registries: registries as never }), String(msg)).toThrow(
+        expect.objectContaining({ code: 'runtime.options', message: typeof msg === 'string' ? expect.stringContaining(msg) : expect.stringMatching(msg) }),
+      );
+    }
+    expect(() => createRuntime({ model, registries: createRegistries() })).not.toThrow();
   });
 
   it('tools:unknown:lists-model-tools — an unknown tool\'s result lists the tools the model was given: a compatibility actor is pointed to respond_to_user and mark_work_complete, not respond', async () => {
