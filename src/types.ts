@@ -248,6 +248,12 @@ export type SessionEvent = EventBase & SessionEventBody;
 
 export type SessionEventBody =
   | { type: 'turn.started'; actor: string; input: InboundMessage }
+  /**
+   * A message that joined the running turn (double-texting `interrupt`) as the turn's next model
+   * call takes it in: part of this turn's conversation from here (a message that joined too late
+   * becomes its own turn, with its own `turn.started`, instead).
+   */
+  | { type: 'message.joined'; input: InboundMessage }
   | { type: 'part.delta'; callId: string; index: number; partType?: string; text: string }
   | { type: 'part.received'; callId: string; index: number; part: Part; turnState: string; actor: string }
   /**

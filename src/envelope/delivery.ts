@@ -176,6 +176,7 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
         }
         case 'part.retracted':
         case 'turn.started':
+        case 'message.joined':
         case 'turnState.changed':
         case 'tool.called':
         case 'tool.result':

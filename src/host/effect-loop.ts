@@ -203,8 +203,11 @@ export class EffectLoop {
     const tools = this.host.deps.catalog.forActor(actorDef, t.opts);
     if (t.joined.length) {
       const at = this.host.deps.clock.iso();
-      const joined = carryJoined(t).map((m) => userEntry(t.turnId, at, m));
-      await this.host.journal.commit({ mailbox: joined }, true);
+      const messages = carryJoined(t);
+      const mailbox = messages.map((m) => userEntry(t.turnId, at, m));
+      // Published as the model takes them in: from here they are this turn's conversation.
+      const events = messages.map((input) => this.host.journal.event(t.turnId, { type: 'message.joined', input }));
+      await this.host.journal.commit({ events, mailbox }, true);
     }
     const o = await callModel(this.host, t, actorDef, tools);
     switch (o.kind) {

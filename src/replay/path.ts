@@ -99,6 +99,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
     const byCall = (callId: string) => s.calls.get(callId) ?? s.cur;
     switch (e.type) {
       case 'turn.started':
+      case 'message.joined':
       case 'part.delta':
       case 'part.retracted':
       case 'envelope.settled':

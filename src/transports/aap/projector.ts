@@ -14,7 +14,8 @@ import type { Part, SessionEvent } from '../../types.js';
 import type { AapContentBlock, StopReason } from './types.js';
 
 export type AapItem =
-  | { kind: 'user'; text: string; turnId: string }
+  /** `joined`: a message that joined the running turn (double-texting `interrupt`). */
+  | { kind: 'user'; text: string; turnId: string; joined?: boolean }
   | { kind: 'text_delta'; delta: string }
   | { kind: 'thinking_delta'; delta: string }
   | { kind: 'text'; text: string }
@@ -135,6 +136,9 @@ export class AapProjector {
     switch (ev.type) {
       case 'turn.started':
         this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId });
+        return;
+      case 'message.joined':
+        this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId, joined: true });
         return;
       case 'part.delta':
         this.#onDelta(ev.callId, ev.index, ev.partType, ev.text);

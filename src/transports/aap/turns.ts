@@ -124,7 +124,7 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
   const opts: SendOptions = { principal: ctx.principal, ...turnToolsOf(ctx.agent, next) };
   if (next.consumes !== undefined && next.consumes.length > 0) opts.consumes = next.consumes;
 
-  const run = startRun(ctx, snap.lastSeq, []);
+  const run = startRun(ctx, snap.lastSeq, [], text);
   let ref;
   try {
     ref = await handle.send(changed ? { text, metadata: { [AAP_METADATA_KEY]: next } } : { text }, opts);
@@ -299,13 +299,22 @@ interface Run {
   finished: Promise<void>;
 }
 
-function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: string; side: CallSide; turnId: string }[]): Run {
+/**
+ * Starts the response that follows a turn. `own`: the text of the user message this request
+ * sent; another message that joins the turn (double-texting `interrupt`) takes the turn over, so
+ * this response ends there (`end_turn`) and the joining request's response carries the rest.
+ */
+function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: string; side: CallSide; turnId: string }[], own?: string): Run {
   const { res, mode } = ctx;
   const sink = mode === 'none' ? jsonSink(res) : sseSink(res, ctx.heartbeatMs);
+  const emit = (item: AapItem): void => {
+    if (item.kind === 'user' && item.joined === true && item.text !== own) follower.stop('end_turn');
+    else sink.item(item);
+  };
   const projector = new AapProjector({
     granularity: mode === 'delta' ? 'delta' : 'whole',
     classify: ctx.classify,
-    emit: sink.item,
+    emit,
     knownCalls: known,
   });
   const follower = followTurn({ handle: ctx.handle, projector, afterSeq });

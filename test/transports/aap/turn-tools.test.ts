@@ -4,9 +4,13 @@
  * (double-texting `interrupt`). Spec 004: "For server-side tools where trust: false, the server
  * stops and the client submits a permission decision for each untrusted server-side tool call."
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Runtime } from '../../../src/api.js';
-import { createSession, startHarness, stopReason, toolCalls, toolResults, turn, user, type Harness } from './helpers.js';
+import { createSqliteStore } from '../../../src/stores/sqlite.js';
+import { api, createSession, history, startHarness, stopReason, textOf, toolCalls, toolResults, turn, user, type Harness } from './helpers.js';
 
 const respond = (text: string, turnState: string, partType = 'response') => ({ type: 'tool_use' as const, name: 'respond', input: { parts: [{ text, metadata: { partType } }], turnState } });
 
@@ -121,5 +125,57 @@ describe('AAP tool settings sent while a turn runs', () => {
     expect(ran).toEqual([]);
     expect(stopReason(r)).toBe('tool_use');
     expect(toolCalls(r).map((c) => c.name)).toContain('wire_money');
+  });
+});
+
+describe('AAP: a message that joins the running turn (doubleTexting interrupt)', () => {
+  it('aap:interrupt:joined — "The server appends the message to its history, runs the agent": the joined message is in history as a user message, the first response ends at the join and only the joining response carries the answer; its overrides are kept across a restart', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'turnstate-aap-join-'));
+    const path = join(dir, 's.db');
+    let release!: () => void;
+    const slowStarted = new Promise<void>((r) => (release = r));
+    const script = {
+      rules: [
+        { when: { on: 'user' as const, text: 'first' }, respond: { blocks: [respond('Working on the first.', 'awaiting', 'ack'), { type: 'tool_use' as const, name: 'slow', input: {} }] } },
+        { when: { on: 'user' as const, text: 'second' }, respond: { blocks: [respond('Second answered.', 'complete')] } },
+        { respond: { blocks: [respond('First finished.', 'complete')] } },
+      ],
+    };
+    const setup = (rt: Runtime) => {
+      rt.registries.tools.register({
+        name: 'slow',
+        description: 'slow',
+        inputSchema: { type: 'object' },
+        scope: 'generalist',
+        handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
+          release();
+          await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+          return 'stopped';
+        },
+      });
+      rt.registries.actors.register({ name: 'assistant', tools: ['slow'] });
+    };
+    const agents = [{ name: 'assistant', doubleTexting: 'interrupt' as const }];
+    try {
+      h = await startHarness({ script, setup, agents, store: createSqliteStore({ path }) });
+      const sid = await createSession(h.url, { name: 'assistant' });
+      const first = turn(h.url, sid, user('first', 'message'));
+      await slowStarted;
+      const tools = [{ name: 'get_location', description: 'Where the user is', parameters: { type: 'object', properties: {} } }];
+      const second = await turn(h.url, sid, user('second', 'message', { tools }));
+      const one = await first;
+      expect(stopReason(one)).toBe('end_turn');
+      expect(textOf(one)).not.toContain('Second answered.');
+      expect(textOf(second)).toContain('Second answered.');
+      const users = (await history(h.url, sid)).filter((m) => m.role === 'user').map((m) => m.content);
+      expect(users).toEqual(['first', 'second']);
+      await h.close();
+      h = await startHarness({ script, setup, agents, store: createSqliteStore({ path }) });
+      expect((await api(h.url, `/sessions/${sid}`)).json.tools).toEqual(tools);
+    } finally {
+      await h?.close();
+      h = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
