@@ -105,7 +105,10 @@ export function createAnthropicModel(options: AnthropicModelOptions = {}): Model
           const ev = acc.map(raw);
           if (ev === undefined) continue;
           run.yielded = true;
+          run.consuming = true;
           yield ev;
+          run.consuming = false;
+          run.touch();
           if (signal.aborted) break;
         }
         if (signal.aborted) throw abortedError(signal);
@@ -143,6 +146,8 @@ function idleError(ms: number): ModelError {
 export class Attempt {
   yielded = false;
   idleFired = false;
+  /** The consumer holds the event just yielded (a slow commit): its time is not the stream's silence. */
+  consuming = false;
   readonly signal: AbortSignal;
   private controller: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -177,6 +182,10 @@ export class Attempt {
    */
   private arm(ms: number): void {
     this.timer = setTimeout(() => {
+      if (this.consuming) {
+        this.arm(this.idleMs);
+        return;
+      }
       const left = this.last + this.idleMs - Date.now();
       if (left <= 0) {
         this.idleFired = true;

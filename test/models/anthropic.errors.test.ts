@@ -202,6 +202,25 @@ describe('anthropic adapter: error mapping', () => {
     }
   });
 
+  it('models:error:idle-not-consumer-time — "abort when the stream delivers no event for this many ms": time the consumer spends on an event (a slow commit) is not the stream\'s silence', () => {
+    vi.useFakeTimers();
+    try {
+      const a = new Attempt(new AbortController().signal, 200);
+      a.consuming = true; // the consumer holds an event for 300 ms
+      vi.advanceTimersByTime(300);
+      expect(a.signal.aborted).toBe(false);
+      a.consuming = false;
+      a.touch(); // the stream is read again
+      vi.advanceTimersByTime(199);
+      expect(a.signal.aborted).toBe(false);
+      vi.advanceTimersByTime(201); // real silence now
+      expect(a.idleFired).toBe(true);
+      a.dispose();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('models:error:idle-before-headers — the idle limit also covers the wait for the response, and retries', async () => {
     r = await rig([{ ...ok(), delayMs: 2000 }, ok()], { idleTimeout: 100, retry: { retries: 1 } });
     const { events, error } = await collect(r.model.stream(request(), never()));
