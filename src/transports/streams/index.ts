@@ -15,7 +15,7 @@ import type { Authenticate, HttpTransport } from '../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
-import { serveSse } from './sse.js';
+import { serveSse, serverClosing } from './sse.js';
 import { createStaticFiles } from './static.js';
 import { createWebSocketEndpoint } from './websocket.js';
 import { SUBPROTOCOL } from './frames.js';
@@ -80,7 +80,7 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
   const ws = createWebSocketEndpoint(ctx);
   const files = opts.webRoot === undefined ? undefined : createStaticFiles(opts.webRoot);
   const router = new Router<{ req: IncomingMessage; res: ServerResponse }>()
-    .add('GET', '/sessions/:id/events', ({ req, res }, params) => serveSse(ctx, req, res, params.id!))
+    .add('GET', '/sessions/:id/events', ({ req, res }, params) => serveSse(ctx, req, res, params.id!, () => closed))
     .add('GET', '/ws', ({ res }) => {
       sendError(
         res,
@@ -109,7 +109,7 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
       }
       if (m.kind === 'found') {
         if (closed) {
-          sendError(res, new HttpError(503, 'server.closing', 'the server is shutting down'));
+          sendError(res, serverClosing());
           return true;
         }
         try {

@@ -8,6 +8,9 @@
  * - `Last-Event-ID` (or `?after=` when the header is absent) resumes exactly after that seq.
  * - A session of another tenant is answered exactly like a missing one: 404 `session.not_found`.
  * - A slow client has its response ended (the client reconnects with `Last-Event-ID`).
+ * - A request still being set up (authenticating, looking up its session or checking its
+ *   cursor) when the transport closes is refused with 503 `server.closing`, never served after
+ *   the close: the close would miss it and the server would wait out its grace period.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
@@ -29,9 +32,22 @@ export function parseCursor(raw: string | undefined, source: string): number | u
   return Number(raw.trim());
 }
 
-export async function serveSse(ctx: StreamsContext, req: IncomingMessage, res: ServerResponse, sessionId: string): Promise<void> {
+/** The answer to a request that arrives, or is still being set up, once the transport closes. */
+export function serverClosing(): HttpError {
+  return new HttpError(503, 'server.closing', 'the server is shutting down');
+}
+
+/** `closing()` says whether the transport has closed; it is asked again after every await. */
+export async function serveSse(
+  ctx: StreamsContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  sessionId: string,
+  closing: () => boolean,
+): Promise<void> {
   const principal = await authenticateRequest(req, res, ctx.authenticate);
   if (principal === undefined) return;
+  if (closing()) return sendError(res, serverClosing());
   let after: number;
   let fromCursorHeader = false;
   try {
@@ -44,17 +60,20 @@ export async function serveSse(ctx: StreamsContext, req: IncomingMessage, res: S
     return;
   }
   const session = await visibleSession(ctx.runtime, principal, sessionId);
+  if (closing()) return sendError(res, serverClosing());
   if (session === undefined) {
     sendError(res, new HttpError(404, 'session.not_found', sessionNotFoundMessage(sessionId)));
     return;
   }
   const ahead = await cursorPastEnd(session, after, fromCursorHeader ? 'Last-Event-ID' : '?after');
+  if (closing()) return sendError(res, serverClosing());
   if (ahead !== undefined) {
     sendError(res, new HttpError(400, 'cursor.ahead', ahead.message, { details: { lastSeq: ahead.lastSeq } }));
     return;
   }
   if (res.destroyed || req.destroyed) return;
 
+  // No await from here to start(): a close() from now on finds the stream in ctx.connections.
   req.socket.setNoDelay(true);
   res.writeHead(200, SSE_HEADERS);
   if (req.method === 'HEAD') {

@@ -9,8 +9,9 @@
  *   large event is never undeliverable.
  * - Bytes a sink holds back on its own (an HTTP response keeps what was written until the end of
  *   the tick) are on their way, not held for a slow reader: before the sink counts as asking to
- *   wait, and before a frame larger than the bound, it is flushed (`Sink.flush`). Counted, they
- *   would block a reader that keeps up and refuse every large frame, again on each resume.
+ *   wait, and before a frame that would cross the bound (one larger than it, or one a little
+ *   smaller behind the events just written), it is flushed (`Sink.flush`). Counted, they would
+ *   block a reader that keeps up and refuse every large frame, again on each resume.
  * - Under pressure (the next frame would cross the bound) streaming-only events are compacted:
  *   a `part.delta` followed in the queue by the `part.received` of the same part is dropped,
  *   consecutive `part.delta` of the same part are merged (text concatenated, last `seq` kept),
@@ -180,10 +181,16 @@ export class BoundedSubscriber {
       return true;
     }
     const alone = size > this.max;
-    // A frame past the bound goes out only when nothing else is held; bytes the sink merely
-    // holds until the end of the tick (the `retry:` line, the events just before) leave first.
-    if (alone && this.head === this.queue.length) this.sink.flush?.();
-    const held = this.queuedBytes + this.sink.buffered();
+    let held = this.queuedBytes + this.sink.buffered();
+    // The frame would cross the bound while nothing is queued here: bytes the sink merely holds
+    // until the end of the tick (the `retry:` line, the events just before) leave first, so only
+    // what the socket could not take counts. (Never for a small frame: one that fits beside the
+    // sink's highWaterMark took the direct path above, and a blocked sink was flushed when it
+    // asked to wait.)
+    if (held > 0 && held + size > this.max && !this.blocked && this.head === this.queue.length && this.sink.flush !== undefined) {
+      this.sink.flush();
+      held = this.sink.buffered();
+    }
     if (held + size > this.max && held > 0) {
       const item: Queued = { sessionId, event, frame, kind: event === undefined ? Coalesce.Keep : this.classify(event) };
       this.queue.push(item);

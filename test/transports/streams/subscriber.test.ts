@@ -168,6 +168,46 @@ describe('streams: bounded subscriber buffer', () => {
     expect(frames.map((f) => (JSON.parse(f.toString('utf8')) as SessionEvent).seq)).toEqual([1, 2, 3]);
   });
 
+  it('streams:buffer:near-bound-flush — "a reader that keeps up gets large events live and on resume": a frame a little under the bound is not refused for bytes the sink only holds until the end of the tick; bytes the socket refused still count', () => {
+    const MAX = 4000;
+    // Like an HTTP response: writes stay in buffered() until the tick ends (or flush()); a socket
+    // whose reader stopped takes nothing, so what is flushed stays buffered.
+    const run = (reading: boolean) => {
+      const frames: Buffer[] = [];
+      let tick = 0;
+      let refused = 0;
+      const sink: Sink = {
+        write: (f) => {
+          frames.push(f);
+          tick += f.byteLength;
+          return tick + refused < 1000;
+        },
+        buffered: () => tick + refused,
+        highWaterMark: 1000,
+        flush: () => {
+          if (!reading) refused += tick;
+          tick = 0;
+        },
+      };
+      let overflows = 0;
+      const sub = new BoundedSubscriber({ sink, encode, classify: codec.classify, maxBufferedBytes: MAX, onOverflow: () => overflows++ });
+      const small = ev(1, stateChange('idle', 'awaiting'));
+      const probe = ev(2, received('c1', 0, 'response', ''));
+      // Under the bound, by less than the small frame written just before it.
+      const near = ev(2, received('c1', 0, 'response', 'z'.repeat(MAX - FRAME_OVERHEAD - encode('s1', probe).byteLength - 40)));
+      const nearSize = encode('s1', near).byteLength + FRAME_OVERHEAD;
+      expect(nearSize).toBeLessThan(MAX);
+      expect(nearSize + encode('s1', small).byteLength).toBeGreaterThan(MAX);
+      sub.push('s1', small);
+      sub.push('s1', near);
+      sub.push('s1', ev(3, settled()));
+      return { seqs: frames.map((f) => (JSON.parse(f.toString('utf8')) as SessionEvent).seq), overflows };
+    };
+    expect(run(true)).toEqual({ seqs: [1, 2, 3], overflows: 0 });
+    // A reader that stopped reading: the small frame is really held, so the near-bound one crosses the bound.
+    expect(run(false)).toEqual({ seqs: [1], overflows: 1 });
+  });
+
   it('streams:buffer:purge — unsubscribing removes only that session\'s queued events', () => {
     const { sink, sub, flush } = make(100_000, 1);
     sub.push('s1', ev(1, stateChange('idle', 'awaiting')));
