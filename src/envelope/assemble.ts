@@ -13,12 +13,16 @@
  *   citation) into that domain-data. A citation that resolves to nothing is left out of the
  *   envelope and recorded in `meta.warnings` (code `citation.unbound`, the part kept as emitted);
  *   the turn still settles.
+ * - An approval-request part whose approval is resolved (`approvals`, the turn's records) carries
+ *   its resolution: `data.resolution: { decision, reason? }` on a copy (the emitted part is not
+ *   changed). The envelope keeps the request as the record of what was asked and decided; the
+ *   channels render the decision instead of the question (render.ts).
  * - A translated llm-context part comes last. `meta` carries sessionId, turnId, producedAt,
  *   finalizedBy (and warnings when there are any).
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import { setOwn, type Envelope, type EnvelopeWarning, type MailboxEntry, type Part } from '../types.js';
+import { setOwn, type ApprovalDecision, type ApprovalRecord, type Envelope, type EnvelopeWarning, type MailboxEntry, type Part } from '../types.js';
 import { escapeSegment, resolvePointer } from './pointer.js';
 
 export interface AssembleInput {
@@ -30,6 +34,14 @@ export interface AssembleInput {
   producedAt: string;
   finalizedBy: string;
   llmContext?: Part;
+  /** The approval records of the turn's approval-request parts (the store's), to carry their resolutions. */
+  approvals?: readonly ApprovalRecord[];
+}
+
+/** What was decided on an approval, as the envelope's approval-request part carries it (`data.resolution`). */
+export interface ApprovalOutcome {
+  decision: ApprovalDecision;
+  reason?: string;
 }
 
 export function assembleEnvelope(input: AssembleInput): Envelope {
@@ -45,7 +57,7 @@ export function assembleEnvelope(input: AssembleInput): Envelope {
       actorData.push({ part: p, index: i });
       continue;
     }
-    kept.push(p);
+    kept.push(p.metadata.partType === 'approval-request' ? withResolution(p, input.approvals) : p);
   }
   const records = collectData(input.mailbox, input.turnId);
   let domain: DomainData | undefined;
@@ -71,6 +83,20 @@ export function assembleEnvelope(input: AssembleInput): Envelope {
   };
   if (warnings.length > 0) envelope.meta.warnings = warnings;
   return envelope;
+}
+
+/**
+ * The approval-request part with its approval's resolution (`data.resolution`), or the part itself
+ * while its approval is open or its record is unknown. Only the decision and the reason: who
+ * answered and through which channel stay in the approval record (the store, approval.resolved).
+ */
+function withResolution(part: Part, approvals: readonly ApprovalRecord[] | undefined): Part {
+  const id = part.data?.approvalId;
+  const resolution = approvals?.find((a) => a.approvalId === id)?.resolution;
+  if (resolution === undefined) return part;
+  const outcome: ApprovalOutcome = { decision: resolution.decision };
+  if (resolution.reason !== undefined) outcome.reason = resolution.reason;
+  return { ...part, data: { ...part.data, resolution: outcome } };
 }
 
 /** The pointer a citation is bound by: `data.path`, else `metadata.path`. */

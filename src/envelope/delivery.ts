@@ -41,11 +41,14 @@ export interface PartDelivery {
   readonly serialisation: 'json' | 'text' | 'base64';
 }
 
+/** The part types that stand for a turn that settled without an envelope (clarifying, error). */
+const STANDS_IN: ReadonlySet<string> = new Set(['clarify', 'error']);
+
 /** What buffered transports (A2A message/send, MCP, webhooks) receive at settlement. */
 export interface BufferedView {
-  /** The parts the buffered rules deliver, in order. */
+  /** The parts the buffered rules deliver, in order (a turn without an envelope: see `Delivery.buffered`). */
   parts: Part[];
-  /** The assembled envelope with those parts, when the turn settled with one. */
+  /** The assembled envelope with those parts, when the turn settled with one; absent for clarifying, error and other turns without one. */
   envelope?: Envelope;
 }
 
@@ -66,8 +69,10 @@ export interface Delivery {
   transcript(partType: string): TranscriptClass;
 
   /**
-   * What buffered transports get at settlement: the envelope's parts by their buffered rule; for a
-   * turn that settled without an envelope, its parts that belong to no envelope (clarify, error).
+   * What buffered transports get at settlement: the envelope's parts by their buffered rule. For a
+   * turn that settled without an envelope: with a clarify or error part, its parts that belong to
+   * no envelope (the clarify or error part); otherwise (a consumer terminal state that emits no
+   * envelope) all its parts by their buffered rule. Render it on a channel with renderForChannel.
    */
   buffered(settled: { envelope?: Envelope | undefined; parts: readonly Part[] }): BufferedView;
 }
@@ -196,8 +201,15 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
     },
 
     buffered(settled) {
-      // No envelope (clarifying, error): the parts outside envelopes (clarify, error) by their buffered rule.
-      if (settled.envelope === undefined) return { parts: applyAll(settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true), 'buffered') };
+      if (settled.envelope === undefined) {
+        // A clarify or error part stands for a turn without an envelope (clarify replaces the
+        // response; an error ends the turn): its parts outside envelopes, as spec 001 delivers a
+        // clarification. Any other turn without one (a consumer terminal state with emitsEnvelope:
+        // false): every part by its buffered rule, so its response is not lost.
+        const standsIn = settled.parts.some((p) => STANDS_IN.has(p.metadata.partType));
+        const parts = standsIn ? settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true) : settled.parts;
+        return { parts: applyAll(parts, 'buffered') };
+      }
       const parts = applyAll(settled.envelope.parts, 'buffered');
       return { parts, envelope: { ...settled.envelope, parts } };
     },

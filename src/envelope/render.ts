@@ -4,7 +4,8 @@
  *
  * Contract: total (never throws) and deterministic. A text part renders as its text; the canonical
  * data parts a channel renders have a fixed form (artifact: a reference, citation: its source,
- * approval-request: the question); any other data renders as compact JSON.
+ * approval-request: the question, or what was decided once it carries its resolution); any other
+ * data renders as compact JSON.
  */
 import type { Part } from '../types.js';
 
@@ -38,9 +39,23 @@ function renderCitation(d: Record<string, unknown>, text: string | undefined): s
   return `Source: ${title ?? where ?? json(d)}`;
 }
 
+/**
+ * The question (`Approval needed: tool {args}`) while the approval is open; once settlement has
+ * recorded its `resolution` (docs/concepts/delivery.md), what was decided: `Approved: tool {args}`
+ * or `Denied: tool {args} (reason)`. A buffered channel only ever sees the settled envelope, whose
+ * approvals are all answered, so asking there would ask for something already decided.
+ */
 function renderApproval(d: Record<string, unknown>): string {
   const tool = str(d.tool) ?? 'a tool';
-  return d.args === undefined ? `Approval needed: ${tool}` : `Approval needed: ${tool} ${json(d.args)}`;
+  const call = d.args === undefined ? tool : `${tool} ${json(d.args)}`;
+  const r = d.resolution;
+  const decision = r !== null && typeof r === 'object' ? (r as Record<string, unknown>).decision : undefined;
+  if (decision === 'approved') return `Approved: ${call}`;
+  if (decision === 'denied') {
+    const reason = str((r as Record<string, unknown>).reason);
+    return reason === undefined ? `Denied: ${call}` : `Denied: ${call} (${reason})`;
+  }
+  return `Approval needed: ${call}`;
 }
 
 function str(v: unknown): string | undefined {

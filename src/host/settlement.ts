@@ -6,6 +6,7 @@
  *   (envelope/assemble.ts), plus an llm-context part when the envelope bears data and the sender
  *   consumes one (produced once, by the context model, within limits.llmContextTimeoutMs; a
  *   failed, timed-out or stopped translation leaves it out and never fails the turn).
+ * - The envelope's approval-request parts carry their approvals' resolutions (the store's records).
  * - A failed turn (the machine's settle effect says `failed`: it ends in `error`) always carries
  *   a user-facing `error` part, and `turn.settled` a stop of `error` when an error is known.
  * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
@@ -14,7 +15,7 @@ import type { TurnOutcome } from '../api.js';
 import { assembleEnvelope, collectData } from '../envelope/assemble.js';
 import { consumesPart } from '../envelope/consumers.js';
 import { compatSettledFields } from './compat-turn.js';
-import type { Envelope, Part, SessionEvent } from '../types.js';
+import type { ApprovalRecord, Envelope, Part, SessionEvent } from '../types.js';
 import type { SettleEffect } from '../machines/session.machine.js';
 import type { HostCore } from './core.js';
 import { addUsage, type ActiveTurn } from './turn.js';
@@ -32,16 +33,16 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
   if (emitsEnvelope) {
     const mailbox = await journal.mailbox();
     let llmContext: Part | undefined;
-    const data = collectData(mailbox, t.turnId).map((d) => d.data);
     // Only a data-bearing envelope gets one (spec 001: a conversational turn's peer receives the
     // response part only); the call is cut by close, deletion and limits.llmContextTimeoutMs.
-    const hasData = data.length > 0 || t.parts.some((p) => p.metadata.partType === 'domain-data');
-    if (hasData && consumesPart(t.opts, 'llm-context') && deps.produceLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context')) {
+    const produce = consumesPart(t.opts, 'llm-context') && !t.parts.some((p) => p.metadata.partType === 'llm-context') ? deps.produceLlmContext : undefined;
+    const data = produce === undefined ? undefined : collectData(mailbox, t.turnId).map((d) => d.data);
+    if (produce !== undefined && data !== undefined && (data.length > 0 || t.parts.some((p) => p.metadata.partType === 'domain-data'))) {
       const abort = core.modelAbort();
       t.abort = abort;
       const timer = setTimeout(() => abort.abort(), deps.limits.llmContextTimeoutMs);
       try {
-        const r = await deps.produceLlmContext(deps.contextModel, { sessionId: core.id, turnId: t.turnId, actor, parts: t.parts, data, signal: abort.signal });
+        const r = await produce(deps.contextModel, { sessionId: core.id, turnId: t.turnId, actor, parts: t.parts, data, signal: abort.signal });
         llmContext = r.part;
         t.usage = addUsage(t.usage, r.usage);
         t.parts.push(llmContext);
@@ -55,8 +56,16 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
         t.abort = null;
       }
     }
+    // The turn's approvals were all answered before it could settle: their records carry the decisions.
+    const approvals: ApprovalRecord[] = [];
+    for (const p of t.parts) {
+      const id = p.metadata.partType === 'approval-request' ? p.data?.approvalId : undefined;
+      const record = typeof id === 'string' ? await deps.store.getApproval(id) : undefined;
+      if (record) approvals.push(record);
+    }
     envelope = assembleEnvelope({
       partTypes: deps.registries.partTypes,
+      approvals,
       parts: llmContext ? t.parts.slice(0, -1) : t.parts,
       mailbox,
       sessionId: core.id,

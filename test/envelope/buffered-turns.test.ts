@@ -1,0 +1,155 @@
+/**
+ * What buffered consumers (email, SMS, WhatsApp, webhook) get for the turns that are not a plain
+ * `complete` envelope (docs/concepts/delivery.md): a turn that was suspended for an approval, a
+ * clarification or an error (no envelope), and a consumer terminal state that emits no envelope.
+ */
+import { describe, expect, it } from 'vitest';
+import { renderForChannel } from '../../src/envelope/channels.js';
+import { createDelivery } from '../../src/envelope/delivery.js';
+import { renderPartText } from '../../src/envelope/render.js';
+import { TurnstateError } from '../../src/errors.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import type { ModelScript } from '../../src/models/script.js';
+import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
+import { createRuntime } from '../../src/runtime.js';
+import type { Envelope, Part } from '../../src/types.js';
+
+const text = (partType: string, t: string): Part => ({ text: t, metadata: { partType } });
+const respond = (parts: Part[], turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts, turnState } });
+const ARGS = { flight: 'EJ4521', total: 564 };
+
+/** A turn suspended on book_flight, answered, then settled `complete`: the envelope and its log. */
+async function answeredTurn(answer: { approved: boolean; reason?: string }) {
+  const script: ModelScript = {
+    rules: [
+      { when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'book_flight', input: ARGS }] } },
+      { when: { on: 'tool_result', tool: 'book_flight' }, respond: { blocks: [respond([text('response', 'Booked EJ4521, reference ABC123.')], 'complete')] } },
+      { when: { on: 'rejection' }, respond: { blocks: [respond([text('response', 'I did not book it.')], 'complete')] } },
+    ],
+  };
+  const rt = createRuntime({ model: createScriptedModel(script) });
+  rt.registries.tools.register({
+    name: 'book_flight',
+    description: 'Book a flight.',
+    inputSchema: { type: 'object', properties: { flight: { type: 'string' }, total: { type: 'number' } } },
+    scope: 'generalist',
+    requiresApproval: true,
+    handler: ({ flight }: { flight: string }) => ({ booked: flight, ref: 'ABC123' }),
+  });
+  rt.registries.actors.register({ name: 'a', system: 'x', tools: ['book_flight'] });
+  const s = await rt.createSession({ actor: 'a' });
+  const held = await (await s.send('book EJ4521 for 6')).settled;
+  expect(held.finalizedBy).toBe('suspended');
+  expect(held.envelope).toBeUndefined();
+  const [pending] = (await s.snapshot()).pendingApprovals;
+  expect((await s.answerApproval(pending!.approvalId, answer, { userId: 'u' }, 'chat')).ok).toBe(true);
+  await s.idle();
+  const log = await rt.store.readEvents(s.id, 0);
+  const settled = log.find((e) => e.type === 'envelope.settled');
+  if (settled?.type !== 'envelope.settled') throw new Error('the answered turn settled no envelope');
+  const delivery = createDelivery(rt.registries.partTypes);
+  await rt.close();
+  return { envelope: settled.envelope, delivery, approvalId: pending!.approvalId };
+}
+
+describe('delivery: an answered approval on buffered channels', () => {
+  const SPEC = '"Suspended turn — the envelope pauses at an approval-request part; no settlement until an approval-response injection arrives"';
+
+  it(`delivery:channels:approval-approved — ${SPEC}: at settlement the approval is answered, so email and SMS say it was approved, not "Approval needed"; the envelope keeps the request with its resolution`, async () => {
+    const { envelope, delivery, approvalId } = await answeredTurn({ approved: true });
+    const request = envelope.parts.find((p) => p.metadata.partType === 'approval-request')!;
+    expect(request.data).toEqual({ approvalId, tool: 'book_flight', args: ARGS, actor: 'a', turnId: envelope.meta.turnId, reason: null, resolution: { decision: 'approved' } });
+    for (const ch of ['email', 'sms', 'whatsapp'] as const) {
+      const m = renderForChannel(delivery, ch, envelope);
+      expect(m.text, ch).toBe('Approved: book_flight {"flight":"EJ4521","total":564}\n\nBooked EJ4521, reference ABC123.');
+      expect(m.text).not.toContain('Approval needed');
+    }
+    // A webhook (or a peer) gets the approval record as data: the request and what was decided.
+    expect(renderForChannel(delivery, 'webhook', envelope).envelope!.parts).toContainEqual(request);
+  });
+
+  it(`delivery:channels:approval-denied — ${SPEC}: a denied approval reads "Denied: tool {args} (reason)" on email and SMS`, async () => {
+    const { envelope, delivery } = await answeredTurn({ approved: false, reason: 'too expensive' });
+    const request = envelope.parts.find((p) => p.metadata.partType === 'approval-request')!;
+    expect(request.data!.resolution).toEqual({ decision: 'denied', reason: 'too expensive' });
+    for (const ch of ['email', 'sms'] as const) {
+      expect(renderForChannel(delivery, ch, envelope).text, ch).toBe('Denied: book_flight {"flight":"EJ4521","total":564} (too expensive)\n\nI did not book it.');
+    }
+  });
+
+  it('delivery:render:approval-resolved — an approval-request with a resolution renders what was decided; without one it still asks', () => {
+    const part = (d: Record<string, unknown>): Part => ({ data: { tool: 'book_flight', args: { flightId: 'TS205' }, ...d }, metadata: { partType: 'approval-request' } });
+    expect(renderPartText(part({ resolution: { decision: 'approved' } }))).toBe('Approved: book_flight {"flightId":"TS205"}');
+    expect(renderPartText(part({ resolution: { decision: 'denied' } }))).toBe('Denied: book_flight {"flightId":"TS205"}');
+    expect(renderPartText(part({ resolution: { decision: 'denied', reason: 'over budget' } }))).toBe('Denied: book_flight {"flightId":"TS205"} (over budget)');
+    expect(renderPartText(part({ resolution: { decision: 'maybe' } }))).toBe('Approval needed: book_flight {"flightId":"TS205"}');
+  });
+});
+
+/** One turn of a fresh session whose model answers `say` with respond(parts, turnState). */
+async function settle(parts: Part[], turnState: string, register?: (rt: ReturnType<typeof createRuntime>) => void) {
+  const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, turnState)] } }] }) });
+  register?.(rt);
+  rt.registries.actors.register({ name: 'a', system: 'x' });
+  const s = await rt.createSession({ actor: 'a' });
+  const outcome = await (await s.send('hello')).settled;
+  const delivery = createDelivery(rt.registries.partTypes);
+  await rt.close();
+  return { outcome, delivery };
+}
+
+describe('delivery: a turn without an envelope on buffered channels', () => {
+  const SPEC = `"A clarification — a clarify part, turnState: 'clarifying', no envelope build."`;
+
+  it(`delivery:channels:no-envelope — ${SPEC}: renderForChannel takes the buffered view of a clarifying or error turn and renders its part as plain text; the webhook carries the part`, async () => {
+    for (const [part, state] of [[text('clarify', 'Which date do you want to fly?'), 'clarifying'], [text('error', 'I could not reach the airline.'), 'error']] as const) {
+      const { outcome, delivery } = await settle([part], state);
+      expect(outcome.finalizedBy).toBe(state);
+      expect(outcome.envelope).toBeUndefined();
+      const view = delivery.buffered({ envelope: outcome.envelope, parts: outcome.parts });
+      for (const ch of ['email', 'sms', 'whatsapp'] as const) {
+        expect(renderForChannel(delivery, ch, view), `${state} on ${ch}`).toEqual({ channel: ch, text: part.text, attachments: [], dropped: [] });
+      }
+      const hook = renderForChannel(delivery, 'webhook', view);
+      expect(hook).toEqual({ channel: 'webhook', text: '', attachments: [], parts: [part], dropped: [] });
+    }
+  });
+
+  it(`delivery:channels:invalid-input — ${SPEC}: a turn's missing envelope (or anything that is neither an envelope nor a buffered view) is refused with a TurnstateError that says to pass delivery.buffered(...), not a TypeError`, () => {
+    const { delivery } = { delivery: createDelivery(createRuntime({ model: createScriptedModel({ rules: [] }) }).registries.partTypes) };
+    for (const bad of [undefined, null, 'text', {}, { parts: 'x' }, { parts: [{ text: 'no metadata' }] }, { envelope: { parts: null }, parts: [] }]) {
+      let thrown: unknown;
+      try {
+        renderForChannel(delivery, 'sms', bad as unknown as Envelope);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, JSON.stringify(bad)).toBeInstanceOf(TurnstateError);
+      expect((thrown as TurnstateError).code).toBe('delivery.invalid');
+      expect((thrown as TurnstateError).message).toContain('delivery.buffered(');
+    }
+  });
+
+  it(`delivery:buffered:consumer-terminal — "Each part type declares per-transport delivery semantics via the PartTypeRegistry": a consumer terminal state with emitsEnvelope: false gives buffered transports its response (buffered: deliver), and email, SMS, WhatsApp and the webhook carry it`, async () => {
+    const reply = text('response', 'A colleague will email you within the hour.');
+    const { outcome, delivery } = await settle([text('ack', 'One moment.'), reply], 'handed-to-human', (rt) =>
+      rt.registries.turnStates.register({ id: 'handed-to-human', meta: { description: 'Handed to a human agent.', isTerminal: true, emitsEnvelope: false, holdsActor: false } }),
+    );
+    expect(outcome.finalizedBy).toBe('handed-to-human');
+    expect(outcome.envelope).toBeUndefined();
+    const view = delivery.buffered({ envelope: outcome.envelope, parts: outcome.parts });
+    expect(view).toEqual({ parts: [reply] });
+    for (const ch of CHANNEL_KINDS) {
+      const m = renderForChannel(delivery, ch, view);
+      if (ch === 'webhook') expect(m.parts).toEqual([reply]);
+      else expect(m.text, ch).toBe(reply.text);
+    }
+  });
+
+  it('delivery:buffered:no-envelope-rules — without an envelope, clarify and error stand for the turn (their parts outside envelopes only); otherwise every part by its buffered rule', () => {
+    const delivery = createDelivery(createRuntime({ model: createScriptedModel({ rules: [] }) }).registries.partTypes);
+    const data: Part = { data: { ref: 'R1' }, metadata: { partType: 'domain-data' } };
+    expect(delivery.buffered({ parts: [text('response', 'Partial.'), text('error', 'Failed.')] }).parts).toEqual([text('error', 'Failed.')]);
+    expect(delivery.buffered({ parts: [text('thinking', 'hm'), text('response', 'Handed over.'), data, text('progress', '50%')] }).parts).toEqual([text('response', 'Handed over.'), data]);
+  });
+});
