@@ -153,7 +153,7 @@ export type {
 
 // Envelope.
 export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';
-export type { DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
+export type { ApprovalOutcome, DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
 export { createDelivery } from './envelope/delivery.js';
 export type { Delivery, PartDelivery, BufferedView, Flush, TranscriptClass } from './envelope/delivery.js';
 export { renderForChannel } from './envelope/channels.js';
