@@ -31,6 +31,7 @@ import { EventRouter } from './router/router.js';
 import { createMemoryStore } from './stores/memory.js';
 import type { AnswerResult, ApprovalRecord, Principal, SessionRecord } from './types.js';
 import { produceLlmContext } from './envelope/llm-context.js';
+import { usePolicyEvaluators } from './approvals/policy.js';
 import { sessionMachineLimits } from './limits.js';
 import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
@@ -184,6 +185,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const hosts = new Map<string, SessionHost>();
   const loading = new Map<string, Promise<SessionHost | undefined>>();
   let closed = false;
+  // The policy evaluation processes are shared by the runtimes of this process: the last to close ends them.
+  const releaseEvaluators = usePolicyEvaluators();
 
   // The session machine is generated from the TurnStateRegistry; regenerated if it changes.
   let machine: SessionMachine | undefined;
@@ -472,6 +475,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       router.close();
       await store.close();
       await artifacts.close?.();
+      await releaseEvaluators();
     },
   };
   return runtime;

@@ -70,9 +70,42 @@ export function rewriteMatches(expression: string, sites: readonly MatchesSite[]
   let out = expression;
   for (const site of [...sites].sort((a, b) => b.receiverEnd - a.receiverEnd)) {
     const between = out.slice(site.receiverEnd, site.argumentStart);
-    const renamed = between.replace(/^(\s*\.\s*)matches(\s*\(\s*)$/, `$1${RE2_MATCHES}$2`);
-    if (renamed === between) throw new Error(`cannot locate the matches call at offset ${site.receiverEnd}`);
-    out = out.slice(0, site.receiverEnd) + renamed + out.slice(site.argumentStart);
+    const at = matchesNameAt(between);
+    if (at === undefined) throw new Error(`cannot locate the matches call at offset ${site.receiverEnd}`);
+    out = out.slice(0, site.receiverEnd) + between.slice(0, at) + RE2_MATCHES + between.slice(at + 'matches'.length) + out.slice(site.argumentStart);
   }
   return out;
+}
+
+/**
+ * Where the name `matches` starts in the source between a receiver's end and the call's first
+ * argument: what may stand there is the receiver's closing parentheses, `.`, the name, `(`, with
+ * whitespace and `//` comments anywhere between them.
+ */
+function matchesNameAt(between: string): number | undefined {
+  let i = 0;
+  const skip = (): void => {
+    for (;;) {
+      while (i < between.length && /\s/.test(between[i]!)) i++;
+      if (!between.startsWith('//', i)) return;
+      const nl = between.indexOf('\n', i);
+      i = nl < 0 ? between.length : nl + 1;
+    }
+  };
+  skip();
+  while (between[i] === ')') {
+    i++;
+    skip();
+  }
+  if (between[i] !== '.') return undefined;
+  i++;
+  skip();
+  if (!between.startsWith('matches', i)) return undefined;
+  const at = i;
+  i += 'matches'.length;
+  skip();
+  if (between[i] !== '(') return undefined;
+  i++;
+  skip();
+  return i === between.length ? at : undefined;
 }

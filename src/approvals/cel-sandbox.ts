@@ -95,6 +95,8 @@ export class CelSandbox {
         slot.worker = undefined;
         if (w !== undefined && w.exitCode === null && w.signalCode === null) {
           const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
+          // Held while it dies: an idle worker is unref'd, and awaiting its exit must keep the process up.
+          w.ref();
           w.kill('SIGKILL');
           await exited;
         }

@@ -14,7 +14,7 @@
  * No `eval`, no `new Function`: CEL is interpreted by @marcbachmann/cel-js.
  */
 import { RegistrationError } from '../errors.js';
-import { celEnvironment, compilePattern, rewriteMatches, type MatchesSite } from './cel-environment.js';
+import { celEnvironment, compilePattern, rewriteMatches, RE2_MATCHES, type MatchesSite } from './cel-environment.js';
 import { CelSandbox } from './cel-sandbox.js';
 import type { PolicyResult } from '../types.js';
 import type { ApprovalHandler, ApprovalPolicy, ApprovalVerdict, CompiledApprovalPolicy, PolicyContext } from '../registries/types.js';
@@ -74,11 +74,29 @@ function sandboxFor(heapMb: number): CelSandbox {
   return sandbox;
 }
 
-/** Terminates the policy evaluation workers (they are unref'd: only tests and embedders that must not leak threads need this). */
+/**
+ * Terminates the policy evaluation processes (they are unref'd: only tests and embedders that
+ * must not leak processes need this; the last open runtime's close() calls it). A later
+ * evaluation starts a new pool.
+ */
 export async function closePolicyEvaluators(): Promise<void> {
   const all = [...sandboxes.values()];
   sandboxes.clear();
   await Promise.all(all.map((s) => s.close()));
+}
+
+/** Runtimes open in this process: the pool is shared, so the last one to close ends it. */
+let users = 0;
+
+/** A runtime uses the pool until the returned function is called (its close). */
+export function usePolicyEvaluators(): () => Promise<void> {
+  users++;
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    if (--users === 0) await closePolicyEvaluators();
+  };
 }
 
 function fail(rule: string, toolName: string, message: string): never {
@@ -86,8 +104,11 @@ function fail(rule: string, toolName: string, message: string): never {
 }
 
 function errorMessage(e: unknown): string {
-  if (e instanceof Error) return e.message;
-  return String(e);
+  try {
+    return e instanceof Error ? String(e.message) : String(e);
+  } catch {
+    return 'an error that could not be read';
+  }
 }
 
 /* ------------------------------------------------------------------ expression checks */
@@ -215,6 +236,8 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
   if (expression.length > limits.maxExpressionLength) {
     fail('tools:cel:expression-too-long', toolName, `autoApproveIf is ${expression.length} characters; the limit is ${limits.maxExpressionLength}`);
   }
+  // The runtime's own name for matches() on RE2: called directly, its pattern could come from args.
+  if (expression.includes(RE2_MATCHES)) fail('tools:cel:reserved-name', toolName, `autoApproveIf may not name ${RE2_MATCHES}; use matches("<pattern>")`);
   const env = celEnvironment(limits);
   let program: ReturnType<ReturnType<typeof celEnvironment>['parse']>;
   try {
@@ -235,10 +258,14 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
   }
   const sites: MatchesSite[] = [];
   checkAst(toolName, program.ast, limits, 0, sites);
-  const runnable = sites.length === 0 ? expression : rewriteMatches(expression, sites);
+  let runnable = expression;
+  try {
+    if (sites.length > 0) runnable = rewriteMatches(expression, sites);
+  } catch (e) {
+    fail('tools:cel:matches-call', toolName, `autoApproveIf: ${errorMessage(e)}; write the call as <receiver>.matches("<pattern>")`);
+  }
   const shape = { maxAstNodes: limits.maxAstNodes, maxExpressionDepth: limits.maxExpressionDepth };
-  const sandbox = sandboxFor(limits.evaluationHeapMb);
-  sandbox.warm();
+  sandboxFor(limits.evaluationHeapMb).warm();
 
   const evaluate = async (args: unknown, ctx: PolicyContext): Promise<PolicyResult> => {
     let pinned: PolicyContext;
@@ -253,7 +280,8 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
     if (problem !== undefined) {
       return { decision: 'ask', source: 'cel-error', reason: `not evaluated: ${problem}` };
     }
-    const out = await sandbox.evaluate({ expression: runnable, shape, args, ctx: pinned, timeoutMs: limits.evaluationTimeoutMs });
+    // Looked up per evaluation: after closePolicyEvaluators() a new, closable pool is made.
+    const out = await sandboxFor(limits.evaluationHeapMb).evaluate({ expression: runnable, shape, args, ctx: pinned, timeoutMs: limits.evaluationTimeoutMs });
     if ('budget' in out) return { decision: 'ask', source: 'policy-budget', reason: `autoApproveIf not decided: ${out.budget}` };
     if ('error' in out) return { decision: 'ask', source: 'cel-error', reason: out.error };
     if (out.value === true) return CEL_APPROVE;
@@ -280,28 +308,46 @@ function fromVerdict(v: unknown): PolicyResult {
   return verdict.reason === undefined ? { decision, source: 'handler' } : { decision, source: 'handler', reason: verdict.reason };
 }
 
+/** `fromVerdict` for an answer that may throw when read (a getter, a Proxy): reading it fails as asking. */
+function readVerdict(v: unknown): PolicyResult {
+  try {
+    return fromVerdict(v);
+  } catch (e) {
+    return handlerError(`approval handler's answer could not be read: ${errorMessage(e)}`);
+  }
+}
+
 function compileHandler(handler: ApprovalHandler, allowStandingApproval: boolean, limits: PolicyLimits): CompiledApprovalPolicy {
   const evaluate = (args: unknown, ctx: PolicyContext): PolicyResult | Promise<PolicyResult> => {
     let out: unknown;
+    let then: unknown;
     try {
-      out = handler(args, pinnedContext(ctx));
+      // A copy: what the handler does to its args never reaches the call a human approves or the tool runs.
+      out = handler(structuredClone(args), pinnedContext(ctx));
+      then = out !== null && typeof out === 'object' ? (out as { then?: unknown }).then : undefined;
     } catch (e) {
       return handlerError(`approval handler threw: ${errorMessage(e)}`);
     }
-    if (out === null || typeof out !== 'object' || typeof (out as { then?: unknown }).then !== 'function') return fromVerdict(out);
+    if (typeof then !== 'function') return readVerdict(out);
     return new Promise<PolicyResult>((resolve) => {
-      const timer = setTimeout(() => resolve(handlerError(`approval handler did not answer within ${limits.handlerTimeoutMs} ms`)), limits.handlerTimeoutMs);
+      let settled = false;
+      const settle = (r: PolicyResult): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(r);
+      };
+      const timer = setTimeout(() => settle(handlerError(`approval handler did not answer within ${limits.handlerTimeoutMs} ms`)), limits.handlerTimeoutMs);
       timer.unref?.();
-      (out as Promise<unknown>).then(
-        (v) => {
-          clearTimeout(timer);
-          resolve(fromVerdict(v));
-        },
-        (e: unknown) => {
-          clearTimeout(timer);
-          resolve(handlerError(`approval handler rejected: ${errorMessage(e)}`));
-        },
-      );
+      try {
+        (then as (ok: (v: unknown) => void, no: (e: unknown) => void) => unknown).call(
+          out,
+          (v) => settle(readVerdict(v)),
+          (e) => settle(handlerError(`approval handler rejected: ${errorMessage(e)}`)),
+        );
+      } catch (e) {
+        settle(handlerError(`approval handler's answer could not be read: ${errorMessage(e)}`));
+      }
     });
   };
   return Object.freeze({ kind: 'handler', allowStandingApproval, evaluate });

@@ -125,9 +125,9 @@ function standingRecord(core: HostCore, t: ActiveTurn, actorName: string, u: Too
 
 async function evaluatePolicy(core: HostCore, t: ActiveTurn, actorName: string, tool: RegisteredTool, u: ToolUseBlock): Promise<PolicyResult> {
   if (tool.approval.kind === 'none') return { decision: 'approve', source: 'none' };
-  if (t.opts.standingApprovals?.includes(tool.name) && tool.approval.allowStandingApproval) {
-    return { decision: 'approve', source: 'standing' };
-  }
+  const standing = t.opts.standingApprovals?.includes(tool.name) === true && tool.approval.allowStandingApproval;
+  // A standing approval answers what would be asked; a handler policy's deny still stands.
+  if (standing && tool.approval.kind !== 'handler') return { decision: 'approve', source: 'standing' };
   const principal = principalOf(t) ?? {};
   const tenantId = core.record.tenantId;
   const ctx = {
@@ -137,11 +137,13 @@ async function evaluatePolicy(core: HostCore, t: ActiveTurn, actorName: string, 
     user: { ...(principal.attributes ?? {}), ...(principal.userId ? { id: principal.userId } : {}) },
     tenant: principal.tenantId !== undefined ? { id: principal.tenantId } : tenantId !== undefined ? { id: tenantId } : {},
   };
+  let result: PolicyResult;
   try {
-    return await tool.approval.evaluate(u.input, ctx);
+    result = await tool.approval.evaluate(u.input, ctx);
   } catch (err) {
-    return { decision: 'ask', source: 'policy-error', reason: err instanceof Error ? err.message : String(err) };
+    result = { decision: 'ask', source: 'policy-error', reason: err instanceof Error ? err.message : String(err) };
   }
+  return standing && result.decision !== 'deny' ? { decision: 'approve', source: 'standing' } : result;
 }
 
 /**
