@@ -248,7 +248,8 @@ function tooLarge(maxBytes: number, close: boolean): HttpError {
 
 /**
  * Reads and parses a JSON body. 413 `body.too_large` over the limit; 415 `body.unsupported_media_type`
- * when a content-type other than JSON is declared; 400 `body.invalid_json` naming the parse error;
+ * when a content-type other than JSON is declared, or none for a non-empty body (a cross-site page
+ * can send a body without one and no preflight); 400 `body.invalid_json` naming the parse error;
  * an empty body is `undefined` unless `required`, then 400 `body.missing`.
  */
 export async function readJsonBody(
@@ -264,6 +265,9 @@ export async function readJsonBody(
   if (raw.length === 0 || raw.toString('utf8').trim() === '') {
     if (opts.required) throw new HttpError(400, 'body.missing', 'a JSON request body is required', { path: '' });
     return undefined;
+  }
+  if (type === undefined || type === '') {
+    throw new HttpError(415, 'body.unsupported_media_type', 'a request body needs content-type: application/json');
   }
   try {
     return JSON.parse(raw.toString('utf8')) as unknown;
@@ -349,7 +353,14 @@ function matchSegments(pattern: string[], actual: string[]): RouteParams | undef
 
 /** The request URL (path and query) parsed against a dummy origin. */
 export function requestUrl(req: IncomingMessage): URL {
-  return new URL(req.url ?? '/', 'http://localhost');
+  // Parsed as a path under a fixed origin: a target such as `//` or `//host/x` is not read as an
+  // authority (new URL('//', base) throws; that once ended the server from an upgrade request).
+  const target = req.url ?? '/';
+  try {
+    return new URL(`http://localhost${target.startsWith('/') ? target : `/${target}`}`);
+  } catch {
+    throw new HttpError(400, 'request.invalid_target', 'the request target is not a valid path');
+  }
 }
 
 /* ------------------------------------------------------------------ authentication */

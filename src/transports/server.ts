@@ -78,12 +78,21 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     void onRequest(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const refused = hostProblem(req);
-    if (refused !== undefined) return rejectUpgrade(socket, refused.status, refused.code, refused.message);
-    for (const t of transports) {
-      if (t.upgrade !== undefined && t.upgrade(req, socket, head)) return;
+    // Node hands the socket over without an error listener: a client's reset during a refusal
+    // would be an unhandled 'error' event, which ends the process. The WebSocket library adds its own.
+    socket.on('error', () => socket.destroy());
+    try {
+      const refused = hostProblem(req);
+      if (refused !== undefined) return rejectUpgrade(socket, refused.status, refused.code, refused.message);
+      for (const t of transports) {
+        if (t.upgrade !== undefined && t.upgrade(req, socket, head)) return;
+      }
+      rejectUpgrade(socket, 404, 'route.not_found', `no WebSocket endpoint at ${requestUrl(req).pathname}`);
+    } catch (err) {
+      // An upgrade no transport could handle is refused; the server carries on.
+      const e = err instanceof HttpError ? err : new HttpError(400, 'request.invalid', 'the upgrade request could not be handled');
+      rejectUpgrade(socket, e.status, e.code, e.message);
     }
-    rejectUpgrade(socket, 404, 'route.not_found', `no WebSocket endpoint at ${requestUrl(req).pathname}`);
   });
   server.on('clientError', (err: Error & { code?: string }, socket: Duplex) => {
     const response = socket.writable ? clientErrorResponse(err) : undefined;
