@@ -96,6 +96,8 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(text)),
     'cache-control': 'no-store',
+    // JSON echoes what clients sent (paths, names): never sniffed as HTML.
+    'x-content-type-options': 'nosniff',
     ...headers,
   });
   res.end(text);
@@ -402,6 +404,7 @@ export function sameTenant(principal: Principal, tenantId: string | undefined): 
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache, no-transform',
+  'x-content-type-options': 'nosniff',
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 });

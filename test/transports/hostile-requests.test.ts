@@ -72,6 +72,13 @@ describe('hostile requests', () => {
     expect(await alive(s)).toBe(200);
   });
 
+  it('server:json:nosniff — JSON answers, which echo what a client sent, carry x-content-type-options: nosniff', async () => {
+    const s = await serve();
+    const r = await fetch(`${s.url}/sessions/%3Cscript%3E`);
+    expect(r.status).toBe(404);
+    expect(r.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
   it('server:body:content-type — a non-empty body without a content type is refused (415), as a cross-site page with no preflight sends it; nothing is created', async () => {
     const s = await serve();
     const body = JSON.stringify({ agent: { name: 'assistant' } });
