@@ -56,6 +56,9 @@ class Follower implements Follow, HubFollower {
     const id = this.session.id;
     let exhausted = false;
     for (;;) {
+      // Stopped, or its subscriber closed, during the last page (an overflow ends the connection,
+      // which stops this follower from inside a push): it must not join the hub after that.
+      if (this.stopped || this.sub.isClosed) return;
       if (exhausted) {
         // Caught up with the store: join the hub if it is not ahead of us (no await from check to join).
         const hub = this.ctx.hubs.get(id);
