@@ -136,6 +136,13 @@ export interface SessionHandle {
    * answer). Written with the turn. Resolves false when `turnId` is not the running turn.
    */
   updateTurnTools(turnId: string, tools: TurnTools): Promise<boolean>;
+  /**
+   * Writes now what group commit still holds for this session (its record, the messages of this
+   * event-loop turn; with other stores nothing is held): once it returns, what the session
+   * accepted survives a crash. For an answer that says "created" (AAP's 201). Throws when the
+   * store refuses the write.
+   */
+  persistNow(): void;
   /** Replay from the store after `afterSeq` (default 0 = everything), then live. */
   events(afterSeq?: number): Observable<SessionEvent>;
   snapshot(): Promise<SessionSnapshot>;

@@ -132,6 +132,9 @@ class SessionRef implements SessionHandle {
     checkAnswer(a[1], a[2], a[3]);
     return (await this.live(this.id)).answerApproval(...a);
   }
+  persistNow(): void {
+    this.peek(this.id)?.persistNow();
+  }
   async updateTurnTools(turnId: string, tools: Parameters<SessionHandle['updateTurnTools']>[1]) {
     checkSend(undefined, tools);
     return (await this.live(this.id)).updateTurnTools(turnId, tools);

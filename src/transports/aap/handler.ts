@@ -183,6 +183,9 @@ export function createAapHandler(opts: AapOptions): AapHandler {
       ...(agent.config.doubleTexting === undefined ? {} : { doubleTexting: agent.config.doubleTexting }),
       metadata: { [AAP_METADATA_KEY]: config },
     });
+    // Created means durable: group commit would write the record only at the end of this
+    // event-loop turn, after the 201 (a crash between them lost a session the client was given).
+    handle.persistNow();
     configs.set(handle.id, config);
     sendJson(ctx.res, 201, { sessionId: handle.id });
   });
