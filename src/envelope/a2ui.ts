@@ -8,13 +8,17 @@
  * A2UI). An actor may also write one message as the data (spec 000's example); it is checked as
  * a list of one and delivered as `{ messages: [message] }`. The list is checked by `A2uiMessageListSchema`, then against the basic catalog: the
  * catalog id, each component's name, and each component's properties by the catalog's own
- * schema. `MessageProcessor` does none of this, so it is not used here.
+ * schema (which `MessageProcessor` does not check). A list that passes is then applied by a fresh
+ * `MessageProcessor` with the basic catalog, as a renderer given this part alone applies it: what
+ * it refuses (a component without an id, an updateDataModel path through a primitive or a
+ * non-numeric segment on an array, a forbidden segment such as __proto__) is a problem too.
  *
  * Every problem is reported with a JSON Pointer into the part's data, e.g.
  * `/messages/1/updateComponents/components/2/component`. Pure; never throws.
  */
 import {
   A2uiMessageListSchema,
+  MessageProcessor,
   CreateSurfaceMessageSchema,
   DeleteSurfaceMessageSchema,
   UpdateComponentsMessageSchema,
@@ -154,11 +158,27 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     const r = A2uiMessageListSchema.safeParse(messages);
     if (!r.success) for (const issue of r.error.issues) out.push(issueProblem(base, issue, messages));
   }
+  if (out.length === 0) {
+    // The renderer's own verdict: a fresh processor applies the list (on a copy: it keeps what it is given).
+    // One message at a time, so the problem names the message the processor refused.
+    const processor = new MessageProcessor([basicCatalog]);
+    const copy = structuredClone(messages) as unknown[];
+    for (let i = 0; i < copy.length; i++) {
+      try {
+        processor.processMessages([copy[i]] as never);
+      } catch (e) {
+        out.push({ path: `${base}/${i}`, message: `an A2UI renderer refuses this message: ${e instanceof Error ? e.message : String(e)}` });
+        break;
+      }
+    }
+  }
   return out;
 }
 
 function checkComponent(c: Obj, at: string, out: A2uiProblem[]): void {
-  const { id: _id, component, ...props } = c;
+  const { id, component, ...props } = c;
+  // The schema leaves id optional; a renderer cannot place a component without one.
+  if (typeof id !== 'string' || id === '') out.push({ path: `${at}/id`, message: 'every component needs an "id" (a non-empty string; the top one is "root")' });
   if (typeof component !== 'string') return; // the message schema reports a missing name
   const api = basicCatalog.components.get(component);
   if (api === undefined) {
