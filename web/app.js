@@ -84,7 +84,7 @@ window.turnstateDemo = demo;
 
 /** The renderer, or null when the bundle is missing (the page then shows surfaces as data). */
 const surfaces = import('./dist/surfaces.js')
-  .then((m) => m.createSurfaceRenderer(onSurfaceAction))
+  .then((m) => m.createSurfaceRenderer(onSurfaceAction, onSurfaceClosed))
   .catch((e) => {
     console.warn(`A2UI renderer not loaded (run npm run build:web): ${e.message}`);
     return null;
@@ -108,37 +108,115 @@ function onSurfaceAction(action) {
 }
 
 /**
+ * A rendered surface was deleted (a deleteSurface, or a createSurface of its id that replaces
+ * it): it leaves the page, and its place in the transcript says so.
+ */
+function onSurfaceClosed(surfaceId, element, { replaced }) {
+  const li = element.closest('li');
+  element.replaceWith(closedNote(replaced));
+  if (li && !li.querySelector('a2ui-surface')) markClosed(li);
+}
+
+/** The line left where a surface was: closed, or replaced by a newer one with its id. */
+function closedNote(replaced) {
+  const p = document.createElement('p');
+  p.className = 'surface-closed-note';
+  p.textContent = replaced ? 'This view was replaced by a newer one below.' : 'This view was closed.';
+  return p;
+}
+
+/**
+ * A transcript item whose surface is gone: it takes no clicks, and an approval it carried the
+ * buttons for gets its card's own buttons back (if it is still open).
+ */
+function markClosed(li) {
+  li.classList.remove('surface');
+  li.classList.add('surface-closed');
+  li.inert = true;
+  for (const [callId, item] of state.surfacesByCall) {
+    if (item === li) state.cardsByCall.get(callId)?.classList.remove('has-surface');
+  }
+}
+
+/**
+ * Surfaces shown as data (no renderer, or messages it refused), by surface id: a later part
+ * that deletes or re-creates the id closes them too.
+ */
+const dataSurfaces = new Map();
+
+/** Returns the ids of the data surfaces `messages` deleted (not counting replacements). */
+function closeDataSurfaces(messages) {
+  const closed = [];
+  for (const m of messages) {
+    const id = m?.deleteSurface?.surfaceId ?? m?.createSurface?.surfaceId;
+    const li = dataSurfaces.get(id);
+    if (!li) continue;
+    dataSurfaces.delete(id);
+    const replaced = m.createSurface !== undefined;
+    li.querySelector('.text')?.append(closedNote(replaced));
+    if (![...dataSurfaces.values()].includes(li)) markClosed(li);
+    if (!replaced) closed.push(id);
+  }
+  return closed;
+}
+
+/**
  * Mounts a surface part into `body` once the renderer is loaded (parts keep their order). Only
  * a rendered surface carries an approval's buttons: without the renderer (or when it refuses the
- * messages) the part shows the surface's data and the approval card keeps its own buttons.
+ * messages) the part shows the surface's data and the approval card keeps its own buttons. A
+ * part that creates no surface (it deletes or updates earlier ones) says what it did.
  */
 function renderSurface(body, part) {
   const callId = part.metadata.callId;
   const li = body.closest('li');
   if (callId) state.surfacesByCall.set(callId, li);
+  const messages = part.data.messages;
   surfaces.then((renderer) => {
-    let elements = null;
+    const closedData = closeDataSurfaces(messages);
+    let result = null;
     if (renderer) {
       try {
-        elements = renderer.render(part.data.messages);
+        result = renderer.render(messages);
       } catch (e) {
         console.warn(`surface ${part.metadata.surfaceId ?? ''} not rendered: ${e.message}`);
       }
     }
-    if (elements && elements.length) {
-      body.replaceChildren(...elements);
+    if (result?.elements.length) {
+      body.replaceChildren(...result.elements);
       li?.classList.add('surface');
       if (callId) state.cardsByCall.get(callId)?.classList.add('has-surface');
+    } else if (result) {
+      body.replaceChildren(surfaceChangeNote({ ...result, closed: [...result.closed, ...closedData] }));
+      li?.classList.add('surface-change');
     } else {
-      body.replaceChildren(renderSurfaceData(part.data.messages));
+      body.replaceChildren(renderSurfaceData(messages, renderer ? 'refused' : 'missing'));
       li?.classList.add('surface-data');
+      for (const m of messages) {
+        const id = m?.createSurface?.surfaceId;
+        if (typeof id === 'string' && li) dataSurfaces.set(id, li);
+      }
     }
     scrollDown();
   });
 }
 
-/** A surface without its renderer: the values of its updateDataModel messages, as data. */
-function renderSurfaceData(messages) {
+/** What a part that created no surface did to the surfaces above it. */
+function surfaceChangeNote({ closed, updated }) {
+  const views = (n) => (n === 1 ? 'the view above' : `${n} views above`);
+  const did = [];
+  if (updated.length) did.push(`Updated ${views(updated.length)}.`);
+  if (closed.length) did.push(`Closed ${views(closed.length)}.`);
+  const p = document.createElement('p');
+  p.className = 'surface-change-note';
+  p.textContent = did.length ? did.join(' ') : 'No change to the views above.';
+  return p;
+}
+
+/**
+ * A surface without its renderer (`reason` 'missing'), or whose messages it refused
+ * ('refused'): the values of its updateDataModel messages, as data.
+ */
+function renderSurfaceData(messages, reason) {
   const frag = document.createDocumentFragment();
   for (const m of messages) {
     const update = m?.updateDataModel;
@@ -151,7 +229,9 @@ function renderSurfaceData(messages) {
   }
   if (!frag.childNodes.length) {
     const p = document.createElement('p');
-    p.textContent = 'A view this page cannot show (its renderer is not loaded).';
+    if (messages.every((m) => m?.deleteSurface)) p.textContent = messages.length === 1 ? 'Closed a view.' : 'Closed views.';
+    else if (reason === 'refused') p.textContent = 'A view this page could not show (its messages were refused).';
+    else p.textContent = 'A view this page cannot show (its renderer is not loaded).';
     frag.append(p);
   }
   return frag;

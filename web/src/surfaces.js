@@ -5,30 +5,93 @@ import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import { basicCatalog } from '@a2ui/lit/v0_9';
 
 /**
- * A renderer for one page: one processor holds every surface of the conversation. `onAction`
- * receives each click as the A2UI client action { name, surfaceId, sourceComponentId, context }.
+ * A renderer for one page: one processor holds every *active* surface of the conversation.
+ * `onAction` receives each click as the A2UI client action { name, surfaceId, sourceComponentId, context }.
+ * `onClosed(surfaceId, element, { replaced })` is called when a rendered surface is deleted:
+ * by a deleteSurface message, or (`replaced: true`) by a createSurface for its id while it is
+ * still active, which this page takes as "replace it": the old surface is deleted, then the new
+ * one created. The page takes `element` off the screen (which unsubscribes its bindings).
+ *
+ * A surface id is only unique among active surfaces (A2UI v0.9.1): once deleted, it may be
+ * created again, and renders again.
  */
-export function createSurfaceRenderer(onAction) {
-  const created = new Map();
+export function createSurfaceRenderer(onAction, onClosed = () => {}) {
+  /** Active surfaces: id → { surface, element } (element: the <a2ui-surface> showing it, once mounted). */
+  const live = new Map();
+  /** While a render() runs: the ids it created, and whether a deletion is a replacement. */
+  let createdNow = null;
+  let replacing = null;
   const processor = new MessageProcessor([basicCatalog], (action) => onAction(action));
-  processor.onSurfaceCreated((surface) => created.set(surface.id, surface));
+  processor.onSurfaceCreated((surface) => {
+    live.set(surface.id, { surface, element: null });
+    createdNow?.push(surface.id);
+  });
+  processor.onSurfaceDeleted((id) => {
+    const entry = live.get(id);
+    live.delete(id);
+    if (entry?.element) {
+      const element = entry.element;
+      element.surface = undefined;
+      onClosed(id, element, { replaced: replacing === id });
+    }
+  });
+  const deleteSurface = (id, version) => processor.processMessages([{ version: version ?? 'v0.9', deleteSurface: { surfaceId: id } }]);
+
   return {
     /**
-     * Applies one a2ui-surface part's messages; returns an element per surface the part created.
-     * Throws (the A2UI error) when the messages are refused, so the caller can fall back.
+     * Applies one a2ui-surface part's messages, in order. Returns
+     * { elements: an <a2ui-surface> per surface the part created, closed: ids of active surfaces
+     * it deleted (not counting replacements), updated: ids of earlier surfaces it updated }.
+     * Throws (the A2UI error) when the messages are refused, so the caller can fall back; the
+     * surfaces the part created are deleted again then (their ids stay free).
      */
     render(messages) {
-      const before = new Set(created.keys());
-      processor.processMessages(messages);
+      const created = [];
+      const closed = [];
+      const updated = new Set();
+      createdNow = created;
+      try {
+        for (const message of messages) {
+          const create = message?.createSurface?.surfaceId;
+          if (typeof create === 'string' && live.has(create)) {
+            replacing = create;
+            try {
+              deleteSurface(create, message.version);
+            } finally {
+              replacing = null;
+            }
+            const i = created.indexOf(create);
+            if (i >= 0) created.splice(i, 1);
+          }
+          const del = message?.deleteSurface?.surfaceId;
+          const wasLive = typeof del === 'string' && live.has(del);
+          processor.processMessages([message]);
+          if (wasLive && !live.has(del)) {
+            const i = created.indexOf(del);
+            if (i >= 0) created.splice(i, 1);
+            else closed.push(del);
+          }
+          const target = message?.updateComponents?.surfaceId ?? message?.updateDataModel?.surfaceId;
+          if (typeof target === 'string' && !created.includes(target)) updated.add(target);
+        }
+      } catch (e) {
+        for (const id of created) deleteSurface(id);
+        throw e;
+      } finally {
+        createdNow = null;
+      }
       const elements = [];
-      for (const [id, surface] of created) {
-        if (before.has(id)) continue;
+      for (const id of created) {
+        const entry = live.get(id);
+        if (!entry) continue;
         const el = document.createElement('a2ui-surface');
-        el.surface = surface;
+        el.surface = entry.surface;
         el.dataset.surfaceId = id;
+        entry.element = el;
         elements.push(el);
       }
-      return elements;
+      for (const id of closed) updated.delete(id);
+      return { elements, closed, updated: [...updated] };
     },
   };
 }
