@@ -133,9 +133,11 @@ export interface SessionHandle {
   /**
    * Replaces the running turn's tool settings (an AAP re-submission's overrides): its next model
    * call and tool calls use them (a call already waiting for approval still waits for its
-   * answer). Written with the turn. Resolves false when `turnId` is not the running turn.
+   * answer). Written with the turn, and published as `turnTools.changed` carrying `metadata`
+   * (checked and kept as a message's metadata is). Resolves false when `turnId` is not the
+   * running turn.
    */
-  updateTurnTools(turnId: string, tools: TurnTools): Promise<boolean>;
+  updateTurnTools(turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean>;
   /**
    * Writes now what group commit still holds for this session (its record, the messages of this
    * event-loop turn; with other stores nothing is held): once it returns, what the session

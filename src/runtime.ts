@@ -135,9 +135,9 @@ class SessionRef implements SessionHandle {
   persistNow(): void {
     this.peek(this.id)?.persistNow();
   }
-  async updateTurnTools(turnId: string, tools: Parameters<SessionHandle['updateTurnTools']>[1]) {
-    checkSend(undefined, tools);
-    return (await this.live(this.id)).updateTurnTools(turnId, tools);
+  async updateTurnTools(turnId: string, tools: Parameters<SessionHandle['updateTurnTools']>[1], metadata?: Record<string, unknown>) {
+    checkSend(metadata === undefined ? undefined : { metadata }, tools);
+    return (await this.live(this.id)).updateTurnTools(turnId, tools, metadata);
   }
   events(afterSeq?: number) {
     // The host is found when someone subscribes, not now: an observable kept across passivation

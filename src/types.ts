@@ -254,6 +254,16 @@ export type SessionEventBody =
    * becomes its own turn, with its own `turn.started`, instead).
    */
   | { type: 'message.joined'; input: InboundMessage }
+  /**
+   * The running turn's tool settings were replaced (`SessionHandle.updateTurnTools`: an AAP
+   * re-submission's overrides): the settings from here on, and the caller's metadata, persisted as
+   * a message's is (AAP keeps its session config there, so it survives a restart).
+   */
+  | {
+      type: 'turnTools.changed';
+      tools: { enabledTools?: string[]; howToEnableTools?: string; standingApprovals?: string[]; clientTools?: ClientTool[] };
+      metadata?: Record<string, unknown>;
+    }
   | { type: 'part.delta'; callId: string; index: number; partType?: string; text: string }
   | { type: 'part.received'; callId: string; index: number; part: Part; turnState: string; actor: string }
   /**

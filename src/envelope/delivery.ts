@@ -182,6 +182,7 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
         case 'part.retracted':
         case 'turn.started':
         case 'message.joined':
+        case 'turnTools.changed':
         case 'turnState.changed':
         case 'tool.called':
         case 'tool.result':

@@ -191,8 +191,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return inject(this, injection);
   }
 
-  updateTurnTools(turnId: string, tools: TurnTools): Promise<boolean> {
-    return updateTurnTools(this, turnId, tools);
+  updateTurnTools(turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean> {
+    return updateTurnTools(this, turnId, tools, metadata);
   }
 
   async answerApproval(approvalId: string, answer: { approved: boolean; reason?: string }, by: Principal, via: string): Promise<AnswerResult> {

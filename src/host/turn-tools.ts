@@ -30,12 +30,27 @@ export function assertTurnClientTools(s: HostCore, tools: TurnTools['clientTools
   assertClientToolNames(tools, s.record.actor, (n) => s.deps.registries.actors.get(s.record.actor)?.tools?.includes(n) === true);
 }
 
-/** Replaces the tool settings of turn `turnId`; false when it is not the session's running turn. */
-export async function updateTurnTools(s: HostCore, turnId: string, tools: TurnTools): Promise<boolean> {
+/**
+ * Replaces the tool settings of turn `turnId` and publishes `turnTools.changed` (with `metadata`,
+ * when given) in the same write; false when it is not the session's running turn.
+ */
+export async function updateTurnTools(s: HostCore, turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean> {
   const t = s.turn;
   if (t === null || t.turnId !== turnId) return false;
   assertTurnClientTools(s, tools.clientTools);
+  const before = t.opts;
   t.opts = withTurnTools(t.opts, tools, true);
-  await s.journal.commit({}, true);
+  const changed: Record<string, unknown> = {};
+  for (const k of KEYS) if (tools[k] !== undefined) changed[k] = tools[k];
+  const event = s.journal.event(turnId, { type: 'turnTools.changed', tools: changed, ...(metadata === undefined ? {} : { metadata }) });
+  try {
+    // Durable before it resolves (under group commit, the write at the end of this event-loop turn).
+    const written = s.journal.commit({ events: [event] }, true);
+    await (written ?? s.journal.durable());
+  } catch (err) {
+    // Not written: the turn keeps the settings it had.
+    t.opts = before;
+    throw err;
+  }
   return true;
 }

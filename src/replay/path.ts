@@ -100,6 +100,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
     switch (e.type) {
       case 'turn.started':
       case 'message.joined':
+      case 'turnTools.changed':
       case 'part.delta':
       case 'part.retracted':
       case 'envelope.settled':

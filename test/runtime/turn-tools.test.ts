@@ -28,7 +28,7 @@ function build(path: string, ran: string[]) {
 }
 
 describe('updateTurnTools', () => {
-  it('session:updateTurnTools:durable — trust taken away from a waiting turn holds after a restart: the next call of that tool waits for approval', async () => {
+  it('session:updateTurnTools:durable — trust taken away from a waiting turn holds after a restart: the next call of that tool waits for approval; the change is published as turnTools.changed with the caller\'s metadata', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'turnstate-turn-tools-'));
     try {
       const path = join(dir, 's.db');
@@ -40,7 +40,11 @@ describe('updateTurnTools', () => {
       expect((await s.snapshot()).pendingApprovals.map((a) => a.tool)).toEqual(['gated']);
       expect(await s.updateTurnTools('turn_not_this_one', { standingApprovals: [] })).toBe(false);
       await expect(s.updateTurnTools(ref.turnId, { standingApprovals: 'wire_money' as never })).rejects.toMatchObject({ code: 'message.invalid' });
-      expect(await s.updateTurnTools(ref.turnId, { standingApprovals: [] })).toBe(true);
+      await expect(s.updateTurnTools(ref.turnId, { standingApprovals: [] }, { at: new Date() } as never)).rejects.toMatchObject({ code: 'message.invalid' });
+      expect(await s.updateTurnTools(ref.turnId, { standingApprovals: [] }, { by: 'ops' })).toBe(true);
+      // Published with what it changed and the caller's metadata.
+      const changed = (await first.store.readEvents(s.id, 0)).filter((e) => e.type === 'turnTools.changed');
+      expect(changed).toMatchObject([{ type: 'turnTools.changed', turnId: ref.turnId, tools: { standingApprovals: [] }, metadata: { by: 'ops' } }]);
       await first.close();
 
       const second = build(path, ran);

@@ -140,6 +140,8 @@ export class AapProjector {
       case 'message.joined':
         this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId, joined: true });
         return;
+      case 'turnTools.changed':
+        return;
       case 'part.delta':
         this.#onDelta(ev.callId, ev.index, ev.partType, ev.text);
         return;

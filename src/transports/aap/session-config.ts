@@ -1,7 +1,8 @@
 /**
  * A session's AAP configuration (`agent` with tools/options, client `tools`), persisted:
  * at creation in the session record's metadata, and each override with the user message that
- * brought it (the `turn.started` or `message.joined` event's input metadata). The latest persisted value wins.
+ * brought it (the `turn.started` or `message.joined` event's input metadata) or, for a
+ * re-submission, with the turn's `turnTools.changed`. The latest persisted value wins.
  * Recently used configs are cached (bounded: a server that has seen many sessions keeps only
  * the last CACHED_CONFIGS); the others are read again from the record and the history.
  */
@@ -55,8 +56,8 @@ export class SessionConfigs {
     };
     const events = await this.#runtime.history(record.id);
     for (const ev of events) {
-      if (ev.type !== 'turn.started' && ev.type !== 'message.joined') continue;
-      const override = fromMetadata(ev.input.metadata?.[AAP_METADATA_KEY]);
+      const metadata = ev.type === 'turn.started' || ev.type === 'message.joined' ? ev.input.metadata : ev.type === 'turnTools.changed' ? ev.metadata : undefined;
+      const override = fromMetadata(metadata?.[AAP_METADATA_KEY]);
       if (override !== undefined) config = merge(config, override);
     }
     this.#remember(record.id, config);

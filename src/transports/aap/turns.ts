@@ -220,7 +220,8 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
   const run = startRun(ctx, snap.lastSeq, known);
   // Settings sent with the answers govern the rest of the turn: set before the first answer
   // resumes it (trust removed here is not given to the turn's next call), put back if refused.
-  const retuned = next !== ctx.config && (await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, next)));
+  // Written with the session config it comes from, so both outlive a restart.
+  const retuned = next !== ctx.config && (await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, next), { [AAP_METADATA_KEY]: next }));
   let applied = 0;
   try {
     // Client results first: the turn resumes once the last pending call is answered.
@@ -250,14 +251,15 @@ async function resumeTurn(ctx: TurnRequestContext, next: AapSessionConfig): Prom
   } catch (err) {
     // Nothing applied: the request changed nothing. Some answers applied: the turn runs on with
     // the settings they were sent with, so the config is what the turn uses.
-    if (retuned && applied === 0) await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, ctx.config)).catch(() => false);
-    else if (next !== ctx.config && applied > 0) ctx.configs.set(handle.id, next, { persisted: false });
+    if (retuned && applied === 0) await handle.updateTurnTools(turnId, turnToolsOf(ctx.agent, ctx.config), { [AAP_METADATA_KEY]: ctx.config }).catch(() => false);
+    else if (next !== ctx.config && applied > 0) ctx.configs.set(handle.id, next, { persisted: retuned });
     run.follower.stop('error');
     throw err;
   }
   // Only once every answer was taken: a refused request (403, 409) leaves the config as it was.
-  // No user message carries it, so it is stored with the next one (`isPersisted`).
-  if (next !== ctx.config) ctx.configs.set(handle.id, next, { persisted: false });
+  // Written with the turn's turnTools.changed; were the turn not running (nothing to retune),
+  // the next user message stores it (`isPersisted`).
+  if (next !== ctx.config) ctx.configs.set(handle.id, next, { persisted: retuned });
   run.begin(snap.turnId);
   await run.finished;
 }

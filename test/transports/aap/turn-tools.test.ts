@@ -179,3 +179,39 @@ describe('AAP: a message that joins the running turn (doubleTexting interrupt)',
     }
   });
 });
+
+describe('AAP: tool settings sent with a re-submission outlive a restart', () => {
+  it('aap:resubmit:persisted — "The server must persist these for the lifetime of the session": trust removed with a tool_permission answer is still removed after a restart; the next turn\'s call of that tool stops for a permission', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'turnstate-aap-resubmit-'));
+    const path = join(dir, 's.db');
+    const ran: string[] = [];
+    const script = {
+      rules: [
+        { when: { on: 'user' as const, text: 'go' }, respond: { blocks: [{ type: 'tool_use' as const, name: 'gated', input: {} }] } },
+        { when: { on: 'user' as const, text: 'wire' }, respond: { blocks: [{ type: 'tool_use' as const, name: 'wire_money', input: { amount: 5 } }] } },
+        { respond: { blocks: [respond('Done.', 'complete')] } },
+      ],
+    };
+    const setup = register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] }));
+    try {
+      h = await startHarness({ script, setup, agents: [{ name: 'assistant' }], store: createSqliteStore({ path }) });
+      const sid = await createSession(h.url, { name: 'assistant', tools: [{ name: 'gated' }, { name: 'wire_money', trust: true }] });
+      const first = await turn(h.url, sid, user('go', 'message'));
+      const gated = toolCalls(first).find((c) => c.name === 'gated')!;
+      const untrusted = [{ name: 'gated' }, { name: 'wire_money' }];
+      const r = await turn(h.url, sid, { stream: 'message', agent: { tools: untrusted }, messages: [{ role: 'tool_permission', toolCallId: gated.toolCallId, granted: true }] });
+      expect(stopReason(r)).toBe('end_turn');
+      await h.close();
+      h = await startHarness({ script, setup, agents: [{ name: 'assistant' }], store: createSqliteStore({ path }) });
+      expect((await api(h.url, `/sessions/${sid}`)).json.agent.tools).toEqual(untrusted);
+      const next = await turn(h.url, sid, user('wire', 'message'));
+      expect(stopReason(next)).toBe('tool_use');
+      expect(toolCalls(next).map((c) => c.name)).toEqual(['wire_money']);
+      expect(ran).toEqual(['gated']);
+    } finally {
+      await h?.close();
+      h = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
