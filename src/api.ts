@@ -131,8 +131,9 @@ export interface SessionHandle {
     via: string,
   ): Promise<AnswerResult>;
   /**
-   * Replaces the running turn's tool settings (an AAP re-submission's overrides): its next model
-   * call and tool calls use them (a call already waiting for approval still waits for its
+   * Replaces each of the running turn's tool settings `tools` gives (an AAP re-submission's
+   * overrides; one left out keeps its value, `clientTools: []` removes the client tools): its next
+   * model call and tool calls use them (a call already waiting for approval still waits for its
    * answer). Written with the turn, and published as `turnTools.changed` carrying `metadata`
    * (checked and kept as a message's metadata is). Resolves false when `turnId` is not the
    * running turn.

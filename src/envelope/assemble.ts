@@ -136,8 +136,8 @@ export function collectData(mailbox: readonly MailboxEntry[], turnId: string): D
   return out.reverse();
 }
 
-/** The key a peer envelope's domain-data goes under in the merged domain-data. */
-export const PEER_DATA_KEY = 'peer';
+/** The key a peer envelope's domain-data goes under in the merged domain-data (no tool may take it). */
+export { PEER_DATA_KEY } from '../registries/tools.js';
 
 /**
  * A peer's envelope as one data-bearing record: its domain-data parts merged in order (as an

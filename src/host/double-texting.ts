@@ -43,7 +43,7 @@ export async function acceptWhileBusy(s: BusySession, msg: InboundMessage, opts:
     // What the joined message's sender consumes counts for this turn too (llm-context), and the
     // tool settings it gives govern the rest of the turn (trust it removes is gone).
     const before = t.opts;
-    t.opts = withTurnTools(withConsumers(t.opts, opts.consumes), opts, false);
+    t.opts = withTurnTools(withConsumers(t.opts, opts.consumes), opts);
     t.interrupted = true;
     t.abort?.abort();
     // A running tool is told too: the model is told, and sees the new message.

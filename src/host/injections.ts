@@ -16,7 +16,7 @@ import { PEER_DATA_KEY, peerData } from '../envelope/assemble.js';
 import { TurnstateError } from '../errors.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
 import type { Envelope, MailboxEntry, Part, SessionEvent } from '../types.js';
-import type { HostCore } from './core.js';
+import { sessionOf, type HostCore } from './core.js';
 import { outcomeStep } from './tool-results.js';
 import { CALLS_ANSWERED, type ActiveTurn } from './turn.js';
 
@@ -109,18 +109,23 @@ async function peerEnvelopeStep(s: HeldSession, turnId: string, at: string, enve
   }
   const callId = `${peerCallPrefix(turnId)}${n}`;
   const actor = s.machine.actingActor();
-  // A peer is outside the runtime: only well-formed parts are read.
-  const parts = (Array.isArray(envelope.parts) ? envelope.parts : []).filter(
-    (p): p is Part => p !== null && typeof p === 'object' && p.metadata !== null && typeof p.metadata === 'object' && typeof p.metadata.partType === 'string',
-  );
-  const data = peerData(parts);
+  // A peer is outside the runtime: a copy (the caller keeps its objects), and only the parts that
+  // pass the checks an actor's own respond() part passes (shape, registered type, content checks
+  // such as A2UI's; a runtime-only type such as approval-request never), each in its own call.
+  const raw: unknown[] = Array.isArray(envelope.parts) ? structuredClone(envelope.parts) : [];
+  const parts: { part: Part; index: number }[] = [];
+  const session = sessionOf(s);
+  for (let i = 0; i < raw.length; i++) {
+    const r = s.deps.parser.parse({ parts: [raw[i]], turnState: 'complete' }, { actor, handoffs: [], ...session });
+    if (r.ok) parts.push({ part: r.call.parts[0]!, index: i });
+  }
+  const data = peerData(parts.map((p) => p.part));
   if (data !== undefined) mailbox.push({ kind: 'data', turnId, at, actor, callId, tool: PEER_DATA_KEY, data, from: 'peer' });
   const partTypes = s.deps.registries.partTypes;
   const state = s.turnState();
   const events: SessionEvent[] = [];
-  for (let i = 0; i < parts.length; i++) {
-    const def = partTypes.get(parts[i]!.metadata.partType);
-    if (def?.meta.inEnvelope) events.push(s.journal.partReceived(turnId, callId, i, parts[i]!, state, actor));
+  for (const { part, index } of parts) {
+    if (partTypes.get(part.metadata.partType)?.meta.inEnvelope) events.push(s.journal.partReceived(turnId, callId, index, part, state, actor));
   }
   return events;
 }

@@ -11,27 +11,29 @@ import { assertClientToolNames } from './tool-catalog.js';
 
 const KEYS = ['enabledTools', 'howToEnableTools', 'standingApprovals', 'clientTools'] as const;
 
-/** `opts` with each tool setting `tools` names replaced (`replaceAll`: every setting, absent ones removed). */
-export function withTurnTools(opts: SendOptions, tools: TurnTools, replaceAll: boolean): SendOptions {
+/** `opts` with each tool setting `tools` gives replaced (one it leaves out keeps its value). */
+export function withTurnTools(opts: SendOptions, tools: TurnTools): SendOptions {
   const out: Record<string, unknown> = { ...opts };
   for (const k of KEYS) {
     if (tools[k] !== undefined) out[k] = tools[k];
-    else if (replaceAll) delete out[k];
   }
   return out as SendOptions;
 }
 
 /**
- * Refuses client tools the model could not tell from each other or from the session actor's own
- * (TurnstateError 'message.invalid_client_tool'), before anything is accepted.
+ * Refuses client tools the model could not tell from each other or from the acting actor's own
+ * (the entry actor's between turns; TurnstateError 'message.invalid_client_tool'), before
+ * anything is accepted.
  */
 export function assertTurnClientTools(s: HostCore, tools: TurnTools['clientTools']): void {
   if (!tools?.length) return;
-  assertClientToolNames(tools, s.record.actor, (n) => s.deps.registries.actors.get(s.record.actor)?.tools?.includes(n) === true);
+  const actor = s.turn === null ? s.record.actor : s.machine.actingActor();
+  assertClientToolNames(tools, actor, (n) => s.deps.registries.actors.get(actor)?.tools?.includes(n) === true);
 }
 
 /**
- * Replaces the tool settings of turn `turnId` and publishes `turnTools.changed` (with `metadata`,
+ * Replaces each tool setting `tools` gives for turn `turnId` (one left out keeps its value;
+ * `clientTools: []` removes the client tools) and publishes `turnTools.changed` (with `metadata`,
  * when given) in the same write; false when it is not the session's running turn.
  */
 export async function updateTurnTools(s: HostCore, turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean> {
@@ -39,7 +41,7 @@ export async function updateTurnTools(s: HostCore, turnId: string, tools: TurnTo
   if (t === null || t.turnId !== turnId) return false;
   assertTurnClientTools(s, tools.clientTools);
   const before = t.opts;
-  t.opts = withTurnTools(t.opts, tools, true);
+  t.opts = withTurnTools(t.opts, tools);
   const changed: Record<string, unknown> = {};
   for (const k of KEYS) if (tools[k] !== undefined) changed[k] = tools[k];
   const event = s.journal.event(turnId, { type: 'turnTools.changed', tools: changed, ...(metadata === undefined ? {} : { metadata }) });

@@ -20,6 +20,12 @@ export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Names the runtime provides itself (respond() of spec 000, the spec 003 pair). */
 export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze(['respond', 'respond_to_user', 'mark_work_complete']);
 
+/**
+ * The key a peer's domain-data takes in the envelope's merged domain-data (a delegated turn's
+ * peer envelope), beside each tool's under its name: no tool may be named so.
+ */
+export const PEER_DATA_KEY = 'peer';
+
 const KNOWN_FIELDS = new Set([
   'name',
   'description',
@@ -168,6 +174,9 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
     };
     if (RESERVED_TOOL_NAMES.includes(name)) {
       fail('tools:name:reserved', `'${name}' is provided by the runtime to every actor and cannot be registered; choose another name`);
+    }
+    if (name === PEER_DATA_KEY) {
+      fail('tools:name:reserved', `'${name}' is where the envelope's domain-data keeps a peer agent's data (a tool's data goes under its name); choose another name`);
     }
     if (this.has(name)) fail('tools:duplicate:rejected', `a tool named '${name}' is already registered; tool names are unique`);
     for (const key of Object.keys(d)) {

@@ -92,7 +92,8 @@ function turnToolsOf(agent: ResolvedAgent, config: AapSessionConfig): TurnTools 
     howToEnableTools: howToEnableTools(agent.config.name),
     standingApprovals: trustedToolNames(config.agent),
   };
-  if (config.tools.length > 0) tools.clientTools = config.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  // Every setting, so a running turn's are all replaced (no client tools: an empty list).
+  tools.clientTools = config.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
   return tools;
 }
 
