@@ -289,13 +289,25 @@ function openForWriting(db: Db, options: SqliteStoreOptions, sync: 'normal' | 'f
   probeWrite(db);
 }
 
-/** Writes the schema version it already holds and rolls back: throws SQLITE_READONLY where no write can land. */
+/**
+ * Writes the schema version it already holds and rolls back: throws SQLITE_READONLY where no
+ * write can land. Another connection in a write transaction (a maintenance shell) means the file
+ * can be written: the probe does not wait for it (the store's first commit will, as it always did).
+ */
 function probeWrite(db: Db): void {
-  db.exec('BEGIN IMMEDIATE');
+  const timeout = db.pragma('busy_timeout', { simple: true }) as number;
+  db.pragma('busy_timeout = 0');
   try {
-    db.pragma(`user_version = ${db.pragma('user_version', { simple: true }) as number}`);
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.pragma(`user_version = ${db.pragma('user_version', { simple: true }) as number}`);
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  } catch (e) {
+    if ((e as { code?: unknown }).code !== 'SQLITE_BUSY') throw e;
   } finally {
-    if (db.inTransaction) db.exec('ROLLBACK');
+    db.pragma(`busy_timeout = ${timeout}`);
   }
 }
 

@@ -46,3 +46,22 @@ describe.runIf(process.platform !== 'win32')('SQLite store: a file it cannot wri
     expect(openElsewhere({ path: inside })).toMatchObject({ opened: false, code: 'store.open_failed', path: inside, message: expect.stringContaining(`cannot write SQLite store ${inside}`) });
   });
 });
+
+describe('SQLite store: a file another connection is writing', () => {
+  it('store:sqlite:open:busy-writer — a file another connection holds a write transaction on opens at once (it is writable); its first commit waits for the lock as before', async () => {
+    const { default: Database } = await import('better-sqlite3');
+    const path = join(dir, 'busy.db');
+    await createSqliteStore({ path }).close();
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    let opened: Awaited<ReturnType<typeof createSqliteStore>> | undefined;
+    try {
+      opened = createSqliteStore({ path, busyTimeoutMs: 300 });
+    } finally {
+      other.exec('ROLLBACK');
+      other.close();
+    }
+    expect(opened).toBeDefined();
+    await opened!.close();
+  });
+});
