@@ -359,6 +359,11 @@ export function requestUrl(req: IncomingMessage): URL {
   // authority (new URL('//', base) throws; that once ended the server from an upgrade request).
   const target = req.url ?? '/';
   try {
+    // The absolute form (`http://host/path`, RFC 9112 §3.2.2: a server MUST accept it) is routed by its path.
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target)) {
+      const u = new URL(target);
+      return new URL(`http://localhost${u.pathname}${u.search}`);
+    }
     return new URL(`http://localhost${target.startsWith('/') ? target : `/${target}`}`);
   } catch {
     throw new HttpError(400, 'request.invalid_target', 'the request target is not a valid path');

@@ -72,6 +72,13 @@ describe('hostile requests', () => {
     expect(await alive(s)).toBe(200);
   });
 
+  it('server:target:absolute-form — "a server MUST accept the absolute-form in requests" (RFC 9112 §3.2.2): POST http://host/sessions is routed by its path', async () => {
+    const s = await serve();
+    const body = JSON.stringify({ agent: { name: 'assistant' } });
+    const answer = await raw(portOf(s), `POST ${s.url}/sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+  });
+
   it('server:json:nosniff — JSON answers, which echo what a client sent, carry x-content-type-options: nosniff', async () => {
     const s = await serve();
     const r = await fetch(`${s.url}/sessions/%3Cscript%3E`);
