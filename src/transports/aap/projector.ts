@@ -11,11 +11,12 @@ import { denialText } from '../../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
 import { PartTypeRegistry } from '../../registries/part-types.js';
 import type { Part, SessionEvent } from '../../types.js';
+import { AAP_REQUEST_KEY } from './session-config.js';
 import type { AapContentBlock, StopReason } from './types.js';
 
 export type AapItem =
-  /** `joined`: a message that joined the running turn (double-texting `interrupt`). */
-  | { kind: 'user'; text: string; turnId: string; joined?: boolean }
+  /** `joined`: a message that joined the running turn (double-texting `interrupt`), with the id of the request that sent it. */
+  | { kind: 'user'; text: string; turnId: string; joined?: boolean; request?: string }
   | { kind: 'text_delta'; delta: string }
   | { kind: 'thinking_delta'; delta: string }
   | { kind: 'text'; text: string }
@@ -137,9 +138,11 @@ export class AapProjector {
       case 'turn.started':
         this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId });
         return;
-      case 'message.joined':
-        this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId, joined: true });
+      case 'message.joined': {
+        const request = ev.input.metadata?.[AAP_REQUEST_KEY];
+        this.#opts.emit({ kind: 'user', text: ev.input.text, turnId: ev.turnId, joined: true, ...(typeof request === 'string' ? { request } : {}) });
         return;
+      }
       case 'turnTools.changed':
         return;
       case 'part.delta':

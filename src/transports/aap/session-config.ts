@@ -12,6 +12,9 @@ import type { AgentConfig, ToolSpec } from './types.js';
 
 export const AAP_METADATA_KEY = 'aap';
 
+/** The message metadata key of an AAP request's id (sessions whose messages may join a running turn). */
+export const AAP_REQUEST_KEY = 'aapRequest';
+
 export interface AapSessionConfig {
   agent: AgentConfig;
   tools: ToolSpec[];

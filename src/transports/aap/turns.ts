@@ -8,6 +8,7 @@
  * `tool_permission` answers go through `SessionHandle.answerApproval(..., 'aap')`, the same
  * path as every other channel: the first answer wins, a later one is a 409 naming the first.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot, TurnTools } from '../../api.js';
 import type { ApprovalRecord, Principal } from '../../types.js';
@@ -16,7 +17,7 @@ import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enable
 import { followTurn } from './follow.js';
 import { MessageBuilder } from './messages.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
-import { AAP_METADATA_KEY, merge, type AapSessionConfig, type SessionConfigs } from './session-config.js';
+import { AAP_METADATA_KEY, AAP_REQUEST_KEY, merge, type AapSessionConfig, type SessionConfigs } from './session-config.js';
 import type {
   AapContentBlock,
   AapToolMessage,
@@ -125,10 +126,16 @@ async function userTurn(ctx: TurnRequestContext, next: AapSessionConfig): Promis
   const opts: SendOptions = { principal: ctx.principal, ...turnToolsOf(ctx.agent, next) };
   if (next.consumes !== undefined && next.consumes.length > 0) opts.consumes = next.consumes;
 
-  const run = startRun(ctx, snap.lastSeq, [], text);
+  // Where a message may join a running turn, each carries its request's id: the response of the
+  // request it joins ends there, and only that one (two requests may well send the same text).
+  const request = handle.record.doubleTexting === 'interrupt' ? randomUUID() : undefined;
+  const metadata: Record<string, unknown> = {};
+  if (changed) metadata[AAP_METADATA_KEY] = next;
+  if (request !== undefined) metadata[AAP_REQUEST_KEY] = request;
+  const run = startRun(ctx, snap.lastSeq, [], request);
   let ref;
   try {
-    ref = await handle.send(changed ? { text, metadata: { [AAP_METADATA_KEY]: next } } : { text }, opts);
+    ref = await handle.send(Object.keys(metadata).length > 0 ? { text, metadata } : { text }, opts);
   } catch (err) {
     run.follower.stop('error');
     throw err;
@@ -303,15 +310,16 @@ interface Run {
 }
 
 /**
- * Starts the response that follows a turn. `own`: the text of the user message this request
- * sent; another message that joins the turn (double-texting `interrupt`) takes the turn over, so
- * this response ends there (`end_turn`) and the joining request's response carries the rest.
+ * Starts the response that follows a turn. `own`: the request id the user message of this
+ * request carries; another message that joins the turn (double-texting `interrupt`) takes the
+ * turn over, so this response ends there (`end_turn`) and the joining request's response carries
+ * the rest.
  */
 function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: string; side: CallSide; turnId: string }[], own?: string): Run {
   const { res, mode } = ctx;
   const sink = mode === 'none' ? jsonSink(res) : sseSink(res, ctx.heartbeatMs);
   const emit = (item: AapItem): void => {
-    if (item.kind === 'user' && item.joined === true && item.text !== own) follower.stop('end_turn');
+    if (item.kind === 'user' && item.joined === true && (own === undefined || item.request !== own)) follower.stop('end_turn');
     else sink.item(item);
   };
   const projector = new AapProjector({

@@ -180,6 +180,47 @@ describe('AAP: a message that joins the running turn (doubleTexting interrupt)',
   });
 });
 
+describe('AAP: the same text sent twice under interrupt', () => {
+  it('aap:interrupt:same-text — a second request with the very text of the first (a retry, "go on") still ends the first response at its join; only the joining response carries the answer', async () => {
+    let release!: () => void;
+    const slowStarted = new Promise<void>((r) => (release = r));
+    let calls = 0;
+    h = await startHarness({
+      script: {
+        rules: [
+          { id: 'first', times: 1, when: { on: 'user' as const }, respond: { blocks: [respond('Working on it.', 'awaiting', 'ack'), { type: 'tool_use' as const, name: 'slow', input: {} }] } },
+          { respond: { blocks: [respond('Second answered.', 'complete')] } },
+        ],
+      },
+      setup: (rt: Runtime) => {
+        rt.registries.tools.register({
+          name: 'slow',
+          description: 'slow',
+          inputSchema: { type: 'object' },
+          scope: 'generalist',
+          handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
+            calls++;
+            release();
+            await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+            return 'stopped';
+          },
+        });
+        rt.registries.actors.register({ name: 'assistant', tools: ['slow'] });
+      },
+      agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
+    });
+    const sid = await createSession(h.url, { name: 'assistant' });
+    const first = turn(h.url, sid, user('go on', 'message'));
+    await slowStarted;
+    const second = await turn(h.url, sid, user('go on', 'message'));
+    const one = await first;
+    expect(calls).toBe(1);
+    expect(stopReason(one)).toBe('end_turn');
+    expect(textOf(one)).not.toContain('Second answered.');
+    expect(textOf(second)).toContain('Second answered.');
+  });
+});
+
 describe('AAP: tool settings sent with a re-submission outlive a restart', () => {
   it('aap:resubmit:persisted — "The server must persist these for the lifetime of the session": trust removed with a tool_permission answer is still removed after a restart; the next turn\'s call of that tool stops for a permission', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'turnstate-aap-resubmit-'));
