@@ -29,7 +29,7 @@ function only(name, comment, from, also) {
 
 /** Optional heavy packages and the one module (a subpath export) allowed to load each. */
 const HEAVY = [
-  { pkg: 'better-sqlite3', module: 'src/stores/sqlite(-schema)?[.]ts$' },
+  { pkg: 'better-sqlite3', module: 'src/stores/sqlite(-schema|-lock)?[.]ts$' },
   // anthropic-request.ts and anthropic-stream.ts name the SDK's types only (import type).
   { pkg: '@anthropic-ai/sdk', module: 'src/models/anthropic(-request|-stream)?[.]ts$' },
   { pkg: '(nats|@nats-io/.+)', module: 'src/(router|stores)/nats[^/]*[.]ts$' },

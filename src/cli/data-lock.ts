@@ -1,86 +1,52 @@
 /**
  * One `turnstate serve` per data directory. Two servers on one SQLite file would each append to
  * the same sessions (the second one's commits collide with the first's: `store.seq_conflict`)
- * and both would recover the same turns. A lock file holding the owner's pid is created
- * exclusively; one whose process is gone (a crash, SIGKILL) is taken over. Read-only users of
- * the file (`turnstate replay`) take no lock.
+ * and both would recover the same turns. Read-only users of the file (`turnstate replay`) take
+ * no lock.
  *
- * Sharp edge: pids are reused. A lock naming this process's own pid that this process does not
- * hold (a container whose server was PID 1 before the crash and is PID 1 again) is stale, and so,
- * where /proc tells, is one naming a live process that is not node (the pid went to another
- * program). Without /proc, any live pid holds the lock.
+ * The lock is the operating system's: an exclusive SQLite lock (a POSIX record lock) on
+ * `turnstate.lock.db`, held by an open connection for the server's life. The kernel releases it
+ * when the process ends, however it ends, so a crash leaves nothing to take over, and no pid is
+ * guessed at: pids are reused, and a server that was PID 1 in one container is PID 1 in the next
+ * one too, on the same volume. `turnstate.lock` beside it only says who holds it (the pid, for
+ * the message a second server stops with). See src/stores/sqlite-lock.ts.
  */
-import { readFileSync, readlinkSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { takeFileLock } from '../stores/sqlite-lock.js';
 
+/** Who holds the directory: the holder's pid (information only; the lock is HOLD_FILE's). */
 export const LOCK_FILE = 'turnstate.lock';
-
-/** The lock files this process holds (resolved paths). */
-const held = new Set<string>();
+/** The file the lock is held on (removed by its holder when it lets go). */
+export const HOLD_FILE = 'turnstate.lock.db';
 
 /** Takes the directory's lock, or throws naming the process that holds it; returns the release. */
 export function lockDataDir(dir: string): () => void {
-  const path = resolve(join(dir, LOCK_FILE));
-  for (let attempt = 0; attempt < 2; attempt++) {
+  const path = join(dir, LOCK_FILE);
+  const lock = takeFileLock(join(dir, HOLD_FILE), process.pid);
+  if (lock === undefined) {
+    throw new Error(`data directory ${dir} is in use by another turnstate serve (pid ${holderOf(path)}, ${path}); stop it or use another --data-dir`);
+  }
+  writeFileSync(path, `${process.pid}\n`);
+  let holding = true;
+  return () => {
+    if (!holding) return;
+    holding = false;
     try {
-      writeFileSync(path, `${process.pid}\n`, { flag: 'wx' });
-      held.add(path);
-      let holding = true;
-      return () => {
-        if (!holding) return;
-        holding = false;
-        held.delete(path);
-        try {
-          if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path);
-        } catch {
-          // Already gone: nothing to release.
-        }
-      };
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if (readFileSync(path, 'utf8').trim() === String(process.pid)) unlinkSync(path);
+    } catch {
+      // Already gone.
     }
-    const owner = Number.parseInt(readFileSync(path, 'utf8'), 10);
-    const holds = owner === process.pid ? held.has(path) : Number.isSafeInteger(owner) && owner > 0 && alive(owner) && runsNode(owner);
-    if (holds) {
-      throw new Error(`data directory ${dir} is in use by another turnstate serve (pid ${owner}, ${path}); stop it or use another --data-dir`);
-    }
-    // Left by a process that is gone (or by an earlier holder of a pid now reused): taken over.
-    rmSync(path, { force: true });
-  }
-  throw new Error(`data directory ${dir}: could not take its lock ${path}`);
+    lock.release();
+  };
 }
 
-function alive(pid: number): boolean {
+/** The pid the holder wrote, or 'unknown' (it may still be starting). */
+function holderOf(path: string): string {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists but belongs to another user.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Whether a live pid may be a turnstate server: false only when /proc shows a program other than node. */
-function runsNode(pid: number): boolean {
-  const cmdline = readProc(() => readFileSync(`/proc/${pid}/cmdline`, 'latin1'));
-  // Another user's process: its executable is hidden, its command line is not.
-  const exe = readProc(() => readlinkSync(`/proc/${pid}/exe`));
-  if (exe === undefined) return cmdline === undefined || /node|turnstate/i.test(cmdline);
-  return /node/i.test(basename(exe)) || exe === ownExecutable() || (cmdline !== undefined && /turnstate/i.test(cmdline));
-}
-
-function readProc(read: () => string): string | undefined {
-  try {
-    return read();
+    const pid = readFileSync(path, 'utf8').trim();
+    return /^\d+$/.test(pid) ? pid : 'unknown';
   } catch {
-    return undefined;
-  }
-}
-
-function ownExecutable(): string {
-  try {
-    return realpathSync(process.execPath);
-  } catch {
-    return process.execPath;
+    return 'unknown';
   }
 }

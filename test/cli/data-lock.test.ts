@@ -1,10 +1,10 @@
 /**
- * `turnstate serve` holds its data directory with `turnstate.lock` (src/cli/data-lock.ts):
+ * `turnstate serve` holds its data directory with an operating-system lock (src/cli/data-lock.ts):
  * "a lock left by a process that is gone (a crash) is taken over" (docs/guide/serve.md, "One
- * server per data directory"), also when the pid it names has been reused since.
+ * server per data directory"), whatever pid a leftover `turnstate.lock` names.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -22,17 +22,6 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** A live process of the given command; resolves once it runs. */
-async function running(command: string, args: string[]): Promise<number> {
-  const child = spawn(command, args, { stdio: 'ignore' });
-  children.push(child);
-  await new Promise<void>((resolve, reject) => {
-    child.once('spawn', resolve);
-    child.once('error', reject);
-  });
-  return child.pid!;
-}
-
 describe('data directory lock', () => {
   it('cli:lock:own-pid-is-stale — "a lock left by a process that is gone (a crash) is taken over": a lock naming this very process, which this process does not hold (a container restarted as PID 1), is taken over; one this process holds is still refused', () => {
     const dir = tempDir();
@@ -46,18 +35,31 @@ describe('data directory lock', () => {
     lockDataDir(dir)();
   });
 
-  it.runIf(existsSync('/proc/self/cmdline'))(
-    'cli:lock:pid-reused — "a lock left by a process that is gone (a crash) is taken over": where /proc tells, a live pid that is not a node process (the pid was reused) is taken over; a node process still holds it',
-    async () => {
-      const dir = tempDir();
-      const sleeper = await running('sleep', ['30']);
-      writeFileSync(join(dir, LOCK_FILE), `${sleeper}\n`);
-      lockDataDir(dir)();
-
-      const node = await running(process.execPath, ['-e', 'setTimeout(() => {}, 30000)']);
-      writeFileSync(join(dir, LOCK_FILE), `${node}\n`);
-      expect(() => lockDataDir(dir)).toThrow(new RegExp(`in use by another turnstate serve \\(pid ${node}`));
-      expect(readFileSync(join(dir, LOCK_FILE), 'utf8')).toBe(`${node}\n`);
-    },
-  );
+  it('cli:lock:os-held — the lock is the kernel\'s: another process holding it is refused, naming its pid, whatever pid a stale file names; once that process is killed (SIGKILL: nothing cleaned up) the lock is free; the same directory through a symlink is the same lock', async () => {
+    const dir = tempDir();
+    const source = new URL('../../src/cli/data-lock.ts', import.meta.url).pathname;
+    const holder = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+      const { lockDataDir } = await import(${JSON.stringify(source)});
+      lockDataDir(${JSON.stringify(dir)});
+      console.log('HELD');
+      setInterval(() => {}, 1000);
+    `], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(holder);
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout!.on('data', (d) => String(d).includes('HELD') && resolve());
+      holder.once('exit', () => reject(new Error('the holder exited')));
+    });
+    expect(() => lockDataDir(dir)).toThrow(new RegExp(`in use by another turnstate serve \\(pid ${holder.pid}`));
+    const alias = join(tempDir(), 'alias');
+    symlinkSync(dir, alias);
+    expect(() => lockDataDir(alias)).toThrow(/in use by another turnstate serve/);
+    const gone = new Promise((r) => holder.once('exit', r));
+    holder.kill('SIGKILL');
+    await gone;
+    const release = lockDataDir(dir);
+    expect(readFileSync(join(dir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);
+    // Held by this process now: the same directory through the symlink is refused here too.
+    expect(() => lockDataDir(alias)).toThrow(new RegExp(`in use by another turnstate serve \\(pid ${process.pid}`));
+    release();
+  });
 });
