@@ -29,20 +29,40 @@ function register(ran: string[], extra: (rt: Runtime) => void = () => {}) {
   };
 }
 
+/** A tool that runs until the turn is interrupted; `started` is told each time it starts. */
+function registerSlow(rt: Runtime, started: () => void): void {
+  rt.registries.tools.register({
+    name: 'slow',
+    description: 'slow',
+    inputSchema: { type: 'object' },
+    scope: 'generalist',
+    handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
+      started();
+      await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
+      return 'stopped';
+    },
+  });
+}
+
+/** An agent that calls gated on 'go', then wire_money (of `amount`) once gated's result is in. */
+function gatedThenWire(ran: string[], amount: number): Promise<Harness> {
+  return startHarness({
+    script: {
+      rules: [
+        { when: { on: 'user', text: 'go' }, respond: { blocks: [{ type: 'tool_use', name: 'gated', input: {} }] } },
+        { when: { on: 'tool_result', tool: 'gated' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount } }] } },
+        { respond: { blocks: [respond('Done.', 'complete')] } },
+      ],
+    },
+    setup: register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] })),
+    agents: [{ name: 'assistant' }],
+  });
+}
+
 describe('AAP tool settings sent while a turn runs', () => {
   it('aap:resubmit:trust-removed — "where trust: false, the server stops and the client submits a permission decision": trust removed with a tool_permission answer is not given to the turn\'s next call; a tool disabled there does not run', async () => {
     const ran: string[] = [];
-    h = await startHarness({
-      script: {
-        rules: [
-          { when: { on: 'user', text: 'go' }, respond: { blocks: [{ type: 'tool_use', name: 'gated', input: {} }] } },
-          { when: { on: 'tool_result', tool: 'gated' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount: 1000 } }] } },
-          { respond: { blocks: [respond('Done.', 'complete')] } },
-        ],
-      },
-      setup: register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] })),
-      agents: [{ name: 'assistant' }],
-    });
+    h = await gatedThenWire(ran, 1000);
     for (const [label, tools] of [
       ['untrusted', [{ name: 'gated' }, { name: 'wire_money' }]],
       ['disabled', [{ name: 'gated' }]],
@@ -69,17 +89,7 @@ describe('AAP tool settings sent while a turn runs', () => {
 
   it('aap:resubmit:trust-given — trust given with a tool_permission answer holds for the turn\'s next call: it runs inline, with no second stop', async () => {
     const ran: string[] = [];
-    h = await startHarness({
-      script: {
-        rules: [
-          { when: { on: 'user', text: 'go' }, respond: { blocks: [{ type: 'tool_use', name: 'gated', input: {} }] } },
-          { when: { on: 'tool_result', tool: 'gated' }, respond: { blocks: [{ type: 'tool_use', name: 'wire_money', input: { amount: 5 } }] } },
-          { respond: { blocks: [respond('Done.', 'complete')] } },
-        ],
-      },
-      setup: register(ran, (rt) => rt.registries.actors.register({ name: 'assistant', tools: ['gated', 'wire_money'] })),
-      agents: [{ name: 'assistant' }],
-    });
+    h = await gatedThenWire(ran, 5);
     const sid = await createSession(h.url, { name: 'assistant', tools: [{ name: 'gated' }, { name: 'wire_money' }] });
     const first = await turn(h.url, sid, user('go', 'message'));
     const gated = toolCalls(first).find((c) => c.name === 'gated')!;
@@ -101,17 +111,7 @@ describe('AAP tool settings sent while a turn runs', () => {
         ],
       },
       setup: register(ran, (rt) => {
-        rt.registries.tools.register({
-          name: 'slow',
-          description: 'slow',
-          inputSchema: { type: 'object' },
-          scope: 'generalist',
-          handler: async (_args, ctx) => {
-            release();
-            await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
-            return 'stopped';
-          },
-        });
+        registerSlow(rt, release);
         rt.registries.actors.register({ name: 'assistant', tools: ['slow', 'wire_money'] });
       }),
       agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
@@ -142,17 +142,7 @@ describe('AAP: a message that joins the running turn (doubleTexting interrupt)',
       ],
     };
     const setup = (rt: Runtime) => {
-      rt.registries.tools.register({
-        name: 'slow',
-        description: 'slow',
-        inputSchema: { type: 'object' },
-        scope: 'generalist',
-        handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
-          release();
-          await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
-          return 'stopped';
-        },
-      });
+      registerSlow(rt, release);
       rt.registries.actors.register({ name: 'assistant', tools: ['slow'] });
     };
     const agents = [{ name: 'assistant', doubleTexting: 'interrupt' as const }];
@@ -193,17 +183,9 @@ describe('AAP: the same text sent twice under interrupt', () => {
         ],
       },
       setup: (rt: Runtime) => {
-        rt.registries.tools.register({
-          name: 'slow',
-          description: 'slow',
-          inputSchema: { type: 'object' },
-          scope: 'generalist',
-          handler: async (_args: unknown, ctx: { signal: AbortSignal }) => {
-            calls++;
-            release();
-            await new Promise((r) => ctx.signal.addEventListener('abort', r, { once: true }));
-            return 'stopped';
-          },
+        registerSlow(rt, () => {
+          calls++;
+          release();
         });
         rt.registries.actors.register({ name: 'assistant', tools: ['slow'] });
       },
