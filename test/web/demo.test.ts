@@ -3,7 +3,6 @@
  * the travel desk on the real runtime, AAP for session creation, the streams transport for the
  * page and its WebSocket, all over 127.0.0.1.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join, resolve } from 'node:path';
@@ -19,6 +18,7 @@ import { createStreamsTransport } from '../../src/transports/streams/index.js';
 import type { Authenticate } from '../../src/transports/types.js';
 import type { Part, SessionEvent } from '../../src/types.js';
 import { haveChromium, launchChromium } from './chromium.js';
+import { servePage } from './page-server.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -62,13 +62,8 @@ describe.skipIf(!CHROMIUM_OK)('web: the travel desk demo page in Chromium', () =
   };
 
   beforeAll(async () => {
-    // The page's A2UI renderer is a generated bundle (npm run build:web); build it for this run.
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-web.mjs')], { stdio: 'pipe' });
-    server = await startServer({
-      runtime,
-      port: 0,
-      transports: [createAapTransport({ runtime, agents: desk.agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
-    });
+    // The page's A2UI renderer is a generated bundle (npm run build:web), built for this run.
+    server = await servePage(runtime, desk.agents);
     server.server.on('connection', (s: Socket) => {
       sockets.add(s);
       s.on('close', () => sockets.delete(s));

@@ -3,19 +3,15 @@
  * showed (deleteSurface), and A2UI v0.9.1 lets a later part create a surface with the same id
  * again (shared protocols §2.0, §2.4; docs/concepts/surfaces.md "The demo").
  */
-import { execFileSync } from 'node:child_process';
-import { join, resolve } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
-import { createAapTransport } from '../../src/transports/aap/index.js';
-import { startServer, type RunningServer } from '../../src/transports/server.js';
-import { createStreamsTransport } from '../../src/transports/streams/index.js';
+import type { RunningServer } from '../../src/transports/server.js';
 import { haveChromium, launchChromium } from './chromium.js';
+import { servePage } from './page-server.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const CHROMIUM_OK = haveChromium('test/web/surface-lifecycle');
 
 const CATALOG = 'https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json';
@@ -78,12 +74,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a surface deleted and created again', () => 
   const desk = createTravelDesk(runtime);
 
   beforeAll(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-web.mjs')], { stdio: 'pipe' });
-    server = await startServer({
-      runtime,
-      port: 0,
-      transports: [createAapTransport({ runtime, agents: desk.agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
-    });
+    server = await servePage(runtime, desk.agents);
     ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 1200 }));
   }, 60_000);
 

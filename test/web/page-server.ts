@@ -1,0 +1,22 @@
+/**
+ * The demo page served as `turnstate serve` serves it: the page's A2UI bundle built for this run
+ * (npm run build:web), AAP and the streams transport with the web root, on a free port.
+ */
+import { execFileSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+import type { Runtime } from '../../src/api.js';
+import type { AapAgentConfig } from '../../src/transports/aap/index.js';
+import { createAapTransport } from '../../src/transports/aap/index.js';
+import { startServer, type RunningServer } from '../../src/transports/server.js';
+import { createStreamsTransport } from '../../src/transports/streams/index.js';
+
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+
+export async function servePage(runtime: Runtime, agents: AapAgentConfig[]): Promise<RunningServer> {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-web.mjs')], { stdio: 'pipe' });
+  return startServer({
+    runtime,
+    port: 0,
+    transports: [createAapTransport({ runtime, agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
+  });
+}
