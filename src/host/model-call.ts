@@ -296,13 +296,23 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
   let { change: deferred, rejected } = order.finish(toolUses);
   if (tracker !== undefined && deferred !== undefined) {
     // The response is accepted: its mark_work_complete completes the turn now, or is refused
-    // (nothing to deliver) as any call the model can make again.
-    const done = compatCall(t, deferred.block, actorDef);
-    deferred.result = done.result as typeof deferred.result;
-    deferred.content = done.content;
-    if (!done.result.ok) {
-      deferred = undefined;
-      rejected++;
+    // (nothing to deliver) as any call the model can make again; then a later one of the same
+    // response, refused only because that one came first, counts in its place.
+    let call: OrderedCall | undefined = deferred;
+    deferred = undefined;
+    while (call !== undefined) {
+      const counted = !call.result.ok;
+      const done = compatCall(t, call.block, actorDef);
+      call.result = done.result;
+      call.content = done.content;
+      if (done.result.ok) {
+        deferred = call as OrderedCall & { result: Accepted };
+        if (counted) rejected--;
+        break;
+      }
+      if (!counted) rejected++;
+      const from: number = order.calls.indexOf(call) + 1;
+      call = order.calls.slice(from).find((c) => c.block.name === MARK_WORK_COMPLETE_TOOL && !c.result.ok && c.result.violations[0]?.rule === RespondRule.stateChangeOnce);
     }
   }
   const at = deps.clock.iso();

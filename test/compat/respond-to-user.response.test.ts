@@ -81,6 +81,13 @@ describe('spec 003: mark_work_complete applies with its response', () => {
     expect(model.requests).toHaveLength(1);
   });
 
+  it('compat:mark_work_complete:second-counts — two mark_work_complete calls in one response, the first with nothing to deliver: the second, refused only for coming second, completes the turn in the same model call', async () => {
+    const { out, events, model } = await run({ rules: [{ respond: { blocks: [done(), done('Saved it.')] } }] });
+    expect(out).toMatchObject({ finalizedBy: 'complete', userResponse: 'Saved it.', finalContent: 'Saved it.' });
+    expect(delivered(events)).toEqual([['Saved it.', 'complete']]);
+    expect(model.requests).toHaveLength(1);
+  });
+
   it('compat:mark_work_complete:cut-never-happened — an interrupt after a mark_work_complete block, before its response ended: nothing was completed, and the model\'s next completion delivers its new draft', async () => {
     const requests: ModelRequest[] = [];
     let reachedCut!: () => void;
