@@ -18,7 +18,7 @@ import { ModelError } from '../errors.js';
 import type { ResponseSummary } from '../machines/actor.machine.js';
 import type { ModelEvent, ModelRequest, StepCommit } from '../machines/ports.js';
 import type { ActorDefinition } from '../registries/types.js';
-import { MARK_WORK_COMPLETE_SUCCESS, MARK_WORK_COMPLETE_TOOL, RESPOND_TOOL_NAME, RespondRule, isCompatTool, type RespondResult } from '../respond/index.js';
+import { compatRejection, MARK_WORK_COMPLETE_SUCCESS, MARK_WORK_COMPLETE_TOOL, RESPOND_TOOL_NAME, RespondRule, isCompatTool, type RespondResult } from '../respond/index.js';
 import { compatTrackerOf, isCompatActor } from './compat-turn.js';
 import { parseRespondBlock, ResponseOrder, type OrderedCall } from '../respond/ordering.js';
 import { createRespondStreamParser } from '../respond/stream.js';
@@ -79,21 +79,26 @@ export function compatCall(
         : `the arguments of ${b.name} were not valid JSON (${b.inputError}); call it again with a complete JSON object`;
     const rule = b.duplicateKey !== undefined ? RespondRule.jsonDuplicateKey : RespondRule.jsonInvalid;
     // In spec 003's result form, as the tracker's own refusals ({"success":false,"error":...}).
-    const content = JSON.stringify({ success: false, error: message });
-    return { result: { ok: false, violations: [{ rule, path: b.duplicateKey ?? '', message }], message: content }, content };
+    const result = compatRejection(rule, message, b.duplicateKey ?? '');
+    return { result, content: result.message };
   }
   const tracker = compatTrackerOf(t, actor);
   if (b.name === MARK_WORK_COMPLETE_TOOL && opts.deferCompletion) {
-    // Applied at the response's end (completeCompat), once the response is accepted: checked only.
+    // Applied at the response's end (in callModel), once the response is accepted: checked only.
     const c = tracker.checkComplete(b.input);
-    if (!c.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: c.message }], message: c.message }, content: c.message };
+    if (!c.ok) return trackerRefusal(b.name, c.message);
     return { result: { ok: true, call: { parts: [], turnState: 'complete' }, events: [] }, content: MARK_WORK_COMPLETE_SUCCESS };
   }
   const r = tracker.onCall(b.name, b.input);
-  if (!r.ok) return { result: { ok: false, violations: [{ rule: `compat:${b.name}`, path: '', message: r.message }], message: r.message }, content: r.message };
+  if (!r.ok) return trackerRefusal(b.name, r.message);
   const parts: Part[] = [];
   for (const e of r.events) if (e.type === 'part.received') parts.push(e.part);
   return { result: { ok: true, call: { parts, turnState: r.completed ? 'complete' : 'awaiting' }, events: [] }, content: r.content };
+}
+
+/** A call the compatibility tracker refused: its message, already in spec 003's result form, is the tool result. */
+function trackerRefusal(tool: string, message: string): { result: RespondResult; content: string } {
+  return { result: { ok: false, violations: [{ rule: `compat:${tool}`, path: '', message }], message }, content: message };
 }
 
 /**

@@ -153,8 +153,8 @@ export type CompatCallResult =
  * A refused compatibility call as a respond() result: the model reads `error` in spec 003's
  * result form ({"success":false,"error":...}), as it does the tracker's own refusals.
  */
-export function compatRejection(rule: string, error: string): Extract<RespondResult, { ok: false }> {
-  return { ok: false, violations: [{ rule, path: '', message: error }], message: JSON.stringify({ success: false, error }) };
+export function compatRejection(rule: string, error: string, path = ''): Extract<RespondResult, { ok: false }> {
+  return { ok: false, violations: [{ rule, path, message: error }], message: JSON.stringify({ success: false, error }) };
 }
 
 /** Per-turn state of the compatibility mode. */
