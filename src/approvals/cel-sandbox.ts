@@ -8,7 +8,10 @@
  * and settles `{ budget }`; a process that runs out of heap (or dies) settles `{ budget }` too;
  * other queued evaluations continue on a fresh process. Children are unref'd: an idle pool never
  * keeps the server alive, and a child exits when the server goes away. The clock starts when the
- * evaluation reaches a child that has finished loading, so a cold start does not count against a policy.
+ * evaluation reaches a child that has finished loading, so a cold start does not count against a policy;
+ * a child that has not loaded within `startupLimitMs` is killed as one that failed to start. A slot
+ * whose child failed to start stays down while another slot serves; when none can, what waits
+ * settles `{ budget }` and the next evaluation tries to start the pool again.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { setPriority } from 'node:os';
@@ -33,6 +36,10 @@ interface Pending extends SandboxJob {
 interface Slot {
   worker: ChildProcess | undefined;
   ready: boolean;
+  /** Kills a child that has not loaded in time; cleared when it says it is ready. */
+  startTimer: NodeJS.Timeout | undefined;
+  /** Its last child failed to start: not respawned while another slot can serve. */
+  failedStart: boolean;
   job: (Pending & { id: number; timer: NodeJS.Timeout }) | undefined;
 }
 
@@ -44,15 +51,36 @@ function workerEntry(): URL {
 /** Scheduling priority of evaluator processes (POSIX nice: 19 is the lowest). */
 const EVALUATOR_NICE = 15;
 
+/** How long a child may take to load before it counts as one that failed to start. */
+export const EVALUATOR_STARTUP_LIMIT_MS = 30_000;
+
+export interface CelSandboxOptions {
+  workers: number;
+  heapMb: number;
+  startupLimitMs?: number;
+  /** The child's module; the built evaluator unless a test names another. */
+  entry?: string;
+}
+
 export class CelSandbox {
   readonly #slots: Slot[];
   readonly #queue: Pending[] = [];
   readonly #heapMb: number;
+  readonly #startupLimitMs: number;
+  readonly #entry: string;
   #nextId = 0;
 
-  constructor(opts: { workers: number; heapMb: number }) {
+  constructor(opts: CelSandboxOptions) {
     this.#heapMb = opts.heapMb;
-    this.#slots = Array.from({ length: Math.max(1, opts.workers) }, () => ({ worker: undefined, ready: false, job: undefined }));
+    this.#startupLimitMs = opts.startupLimitMs ?? EVALUATOR_STARTUP_LIMIT_MS;
+    this.#entry = opts.entry ?? fileURLToPath(workerEntry());
+    this.#slots = Array.from({ length: Math.max(1, opts.workers) }, () => ({
+      worker: undefined,
+      ready: false,
+      startTimer: undefined,
+      failedStart: false,
+      job: undefined,
+    }));
   }
 
   /** Starts the workers ahead of the first evaluation. */
@@ -92,6 +120,7 @@ export class CelSandbox {
       this.#slots.map(async (slot) => {
         const w = slot.worker;
         this.#finish(slot, { budget: 'the policy evaluator was closed' });
+        clearTimeout(slot.startTimer);
         slot.worker = undefined;
         if (w !== undefined && w.exitCode === null && w.signalCode === null) {
           const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
@@ -107,7 +136,7 @@ export class CelSandbox {
   #dispatch(): void {
     for (const slot of this.#slots) {
       if (this.#queue.length === 0) return;
-      if (slot.worker === undefined) this.#spawn(slot);
+      if (slot.worker === undefined && !slot.failedStart) this.#spawn(slot);
       if (!slot.ready || slot.job !== undefined) continue;
       const p = this.#queue.shift()!;
       const id = ++this.#nextId;
@@ -124,7 +153,7 @@ export class CelSandbox {
 
   #spawn(slot: Slot): void {
     const heapMb = this.#heapMb;
-    const worker = fork(fileURLToPath(workerEntry()), [], {
+    const worker = fork(this.#entry, [], {
       execArgv: [`--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 16))}`, '--stack-size=2048'],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
@@ -139,10 +168,14 @@ export class CelSandbox {
     }
     slot.worker = worker;
     slot.ready = false;
+    slot.startTimer = setTimeout(() => this.#kill(slot, `it was not ready within ${this.#startupLimitMs} ms`), this.#startupLimitMs);
+    slot.startTimer.unref();
     worker.on('message', (m: CelReply | 'ready') => {
       if (slot.worker !== worker) return;
       if (m === 'ready') {
+        clearTimeout(slot.startTimer);
         slot.ready = true;
+        slot.failedStart = false;
       } else if (slot.job?.id === m.id) {
         this.#finish(slot, 'error' in m ? { error: m.error } : { value: m.value });
       }
@@ -162,11 +195,20 @@ export class CelSandbox {
   /** The slot's worker is gone: its evaluation settles with the reason; the rest go to a fresh worker. */
   #lose(slot: Slot, why: string): void {
     const started = slot.ready;
+    clearTimeout(slot.startTimer);
     slot.worker = undefined;
     slot.ready = false;
     this.#finish(slot, { budget: why });
-    // A worker that never started will not start next time either: fail what waits, do not respawn in a loop.
-    if (!started) for (const p of this.#queue.splice(0)) p.settle({ budget: `the policy evaluator could not start: ${why}` });
+    if (!started) {
+      // A worker that never started will not start next time either: do not respawn it in a loop.
+      // What waits goes to a slot that is up or still starting; when there is none, it fails, and
+      // the next evaluation tries the whole pool again.
+      slot.failedStart = true;
+      if (this.#slots.every((s) => s.worker === undefined)) {
+        for (const s of this.#slots) s.failedStart = false;
+        for (const p of this.#queue.splice(0)) p.settle({ budget: `the policy evaluator could not start: ${why}` });
+      }
+    }
     this.#dispatch();
     this.#hold();
   }
