@@ -445,15 +445,13 @@ function apply(ev) {
   switch (ev.type) {
     case 'turn.started':
       state.turnParts.clear();
-      addItem('user', ev.input.text, { label: 'You' });
-      if (state.unconfirmedText && ev.input.text === state.unconfirmedText) {
-        // The message whose reply a dropped connection lost was accepted after all.
-        if (els.input.value.trim() === state.unconfirmedText) els.input.value = '';
-        state.unconfirmedText = '';
-        els.error.hidden = true;
-      }
+      showUserMessage(ev.input.text);
       setTurn('working');
       setStatus('');
+      break;
+    case 'message.joined':
+      // A message sent while the turn ran, taken into it (double-texting "interrupt"): no turn of its own.
+      showUserMessage(ev.input.text);
       break;
     case 'part.delta': {
       const el = partEl(ev.callId, ev.index, ev.partType);
@@ -506,6 +504,16 @@ function apply(ev) {
       break;
     default:
       break;
+  }
+}
+
+function showUserMessage(text) {
+  addItem('user', text, { label: 'You' });
+  if (state.unconfirmedText && text === state.unconfirmedText) {
+    // The message whose reply a dropped connection lost was accepted after all.
+    if (els.input.value.trim() === state.unconfirmedText) els.input.value = '';
+    state.unconfirmedText = '';
+    els.error.hidden = true;
   }
 }
 
