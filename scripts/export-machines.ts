@@ -248,13 +248,14 @@ export const EVENT_DOCS: Record<string, { payload: string; meaning: string }> = 
     meaning: 'The model response is complete; the guards decide what follows: a state change it asks for (the session machine sends it on as its own `RESPOND`), tools to run, a retry after rejected respond() calls or free text, or a failure.',
   },
   INTERRUPTED: { payload: '', meaning: 'The model call was aborted by an interrupting message (double-texting `interrupt`).' },
-  TOOLS_DONE: { payload: '', meaning: 'Every tool call of the response has its result; the loop is ready for its next model call.' },
+  TOOLS_DONE: { payload: '', meaning: 'Every tool call of the response has its result; the loop is ready for its next model call. For driving the machine by hand (Stately, tests): the host says the same with `CALL{pending}`.' },
   RESPOND: {
     payload: '`to`, `passTo?`, `limits?`',
     meaning: 'A respond() call declared the turn state `to` (and the actor to hand off to): sent by the machine to itself from `MODEL_DONE`, or by recovery replaying a change the log holds.',
   },
-  HOLD: { payload: '`to`', meaning: 'The host holds the actor in a holding state (an approval or client tool call is pending).' },
+  HOLD: { payload: '`to`', meaning: 'Puts the turn in the holding state `to`. For driving the machine by hand (Stately, tests): the host never sends it; a turn with calls pending is held by `CALL{pending}` (into `suspended`), a holding state the model asks for by its `RESPOND`.' },
   RESUME: { payload: '`resumeOn`', meaning: 'An injection of kind `resumeOn` resumes a held turn.' },
+  ANSWERED: { payload: '', meaning: 'Every call the held turn waited for (an approval, a client tool) is answered: the state pending calls hold the turn in (`suspended`) goes back to `awaiting`. A consumer\'s holding state, whatever its `resumeOn`, waits for its own `RESUME`.' },
   FAIL: { payload: '`code`, `message`', meaning: 'An unrecoverable failure (model error, tool infrastructure): the turn goes to `error`.' },
   SETTLE: { payload: '', meaning: 'The host has published the settlement of a terminal turn state; the session is idle again.' },
   RECOVER: {

@@ -61,9 +61,11 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
     case 'resume': {
       const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
       const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
-      // Pending calls hold the turn until they are answered (answerApproval, client-tool-result):
-      // `approval-response` is the runtime's own resume, never an injection.
-      if (t && (t.pending.size > 0 || resumeOn === CALLS_ANSWERED)) {
+      // Pending calls hold the turn until they are answered (answerApproval, client-tool-result),
+      // and answers being written resume it themselves (`approval-response`, the runtime's own).
+      // Otherwise the machine decides whether the state the turn rests in resumes on this kind:
+      // a consumer's holding state may name `approval-response` too (a human's sign-off).
+      if (t && (t.pending.size > 0 || (resumeOn === CALLS_ANSWERED && t.answering > 0))) {
         const pending = [...t.pending.values()].map((p) => `${p.callId} (${p.kind === 'client' ? 'a client tool result' : `approval ${p.approvalId}`})`);
         throw new TurnstateError(
           'injection.not_waiting',

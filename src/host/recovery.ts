@@ -19,7 +19,7 @@ import { requestedChange } from './model-call.js';
 import { dispatchTools } from './tool-dispatch.js';
 import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
 import type { TurnOutcome } from '../api.js';
-import { CALLS_ANSWERED, deferred, newTurn, type ActiveTurn, type HostState } from './turn.js';
+import { ANSWERED, deferred, newTurn, type ActiveTurn, type HostState } from './turn.js';
 
 export interface RecoveryPlan {
   /** A state change the log recorded after the last snapshot (the machine replays it silently). */
@@ -73,10 +73,10 @@ export async function recoverTurn(core: HostCore, loop: EffectLoop, t: ActiveTur
     machine.send({ type: 'RESPOND', ...requestedChange(core, plan.change.result) });
   }
   if (machine.effects.length === 0) {
-    // Every pending call answered while the process was down: the machine may resume the turn.
-    // Otherwise every state where a turn can rest answers RECOVER with its effect.
-    const answered = { type: 'RESUME', resumeOn: CALLS_ANSWERED } as const;
-    if (t.pending.size === 0 && machine.can(answered)) machine.send(answered);
+    // Every pending call answered while the process was down: the machine may resume the turn
+    // (only the state calls hold it in answers ANSWERED). Otherwise every state where a turn can
+    // rest answers RECOVER with its effect.
+    if (t.pending.size === 0 && machine.can(ANSWERED)) machine.send(ANSWERED);
     else machine.send({ type: 'RECOVER', pending: t.pending.size });
   }
 }

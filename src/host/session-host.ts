@@ -29,7 +29,7 @@ import { EffectLoop, type LoopOwner } from './effect-loop.js';
 import { recoverTurn, restoredTurn } from './recovery.js';
 import { sessionSnapshot } from './snapshot.js';
 import { MessageQueue } from './queue.js';
-import { CALLS_ANSWERED, deferred, hostStateOf, newTurn, userEntry, type ActiveTurn, type HostState } from './turn.js';
+import { ANSWERED, deferred, hostStateOf, newTurn, userEntry, type ActiveTurn, type HostState } from './turn.js';
 
 export type { HostDeps } from './core.js';
 
@@ -207,7 +207,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
 
   /** A pending call was answered: when none is left and every outcome is recorded, the machine may resume the turn. */
   answered(t: ActiveTurn): TurnRef {
-    const ref = t.pending.size === 0 && t.answering === 0 ? this.resume(t, { type: 'RESUME', resumeOn: CALLS_ANSWERED }) : undefined;
+    const ref = t.pending.size === 0 && t.answering === 0 ? this.resume(t, ANSWERED) : undefined;
     return ref ?? { turnId: t.turnId, queued: false, settled: t.promise };
   }
 

@@ -207,9 +207,10 @@ export function actorLoopStates(
     calling: {
       on: {
         MODEL_DONE: [
-          // A whole response: its summary decides.
-          ...(embed.responseChanges ?? []),
+          // A whole response: its summary decides. A response cut short is never acted on, not
+          // even a state change it asked for before it was cut.
           { guard: 'cutShort', target: exhaustedTarget, actions: [{ type: 'failCutShort' }, ...announce] },
+          ...(embed.responseChanges ?? []),
           { guard: 'hasToolUses', target: 'dispatching', actions: [{ type: 'emitDispatch' }] },
           { guard: 'rejectedWithinBudget', target: 'ready', actions: [{ type: 'countRejection' }] },
           { guard: 'hasRejections', ...exhaust('turn.respond_retries', 'respond() was rejected too many times', RETRIES_TEXT) },

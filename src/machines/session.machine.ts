@@ -83,6 +83,8 @@ export type SessionMachineEvent =
   | { type: 'RESPOND'; to: string; passTo?: string; limits?: ActorBounds }
   | { type: 'HOLD'; to: string }
   | { type: 'RESUME'; resumeOn: string }
+  /** Every call the turn waited for is answered: resumes the state calls hold the turn in (`suspended`) only. */
+  | { type: 'ANSWERED' }
   /** The turn fails (a model or internal error); `userText` becomes the user's error part. */
   | { type: 'FAIL'; code: string; message: string; userText?: string; stop?: 'error' | 'max_tokens' | 'refusal' }
   | { type: 'SETTLE' }
@@ -245,6 +247,9 @@ export function createSessionMachine(turnStates: TurnStateRegistryApi) {
         exit: [{ type: 'clearHalt' }],
         on: {
           RESUME: { guard: { type: 'resumesWith', params: { resumeOn: meta.resumeOn ?? '' } }, target: 'awaiting', actions: [announce(id, 'awaiting', meta.resumeOn)] },
+          // Only where pending calls hold the turn: a consumer's holding state that names the same
+          // kind (a human's sign-off) waits for its own RESUME, also after a restart.
+          ...(id === approvalHold ? { ANSWERED: { target: 'awaiting', actions: [announce(id, 'awaiting', meta.resumeOn)] } } : {}),
           FAIL: fail(id),
         },
       };

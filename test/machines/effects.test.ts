@@ -46,7 +46,7 @@ function eventsFor(s: Snap): Ev[] {
   if (phase === 'dispatching') return [{ type: 'CALL' }, { type: 'CALL', pending: 1 }];
   const m = meta(labelOf(v));
   if (m.isTerminal) return [{ type: 'SETTLE' }];
-  if (m.holdsActor) return [{ type: 'RESUME', resumeOn: m.resumeOn! }];
+  if (m.holdsActor) return [{ type: 'RESUME', resumeOn: m.resumeOn! }, { type: 'ANSWERED' }];
   return [];
 }
 
@@ -55,15 +55,17 @@ type Fx = { type: string; [k: string]: unknown };
 function brief(e: SessionEffect): Fx {
   switch (e.type) {
     case 'state.changed':
-      return { type: e.type, from: e.from, to: e.to, actor: e.actor };
+      return { type: e.type, from: e.from, to: e.to, actor: e.actor, ...(e.resumedBy === undefined ? {} : { resumedBy: e.resumedBy }) };
     case 'fail':
-      return { type: e.type, code: e.code };
+      return { type: e.type, code: e.code, ...(e.stop === undefined ? {} : { stop: e.stop }) };
     case 'settle':
       return { type: e.type, state: e.state, emitsEnvelope: e.emitsEnvelope, ...(e.failed ? { failed: e.failed } : {}) };
     case 'hold':
       return { type: e.type, state: e.state };
     case 'actor.passed':
       return { type: e.type, from: e.from, to: e.to };
+    case 'nudge':
+      return { type: e.type, freeText: e.freeText, ...(e.compat ? { compat: true } : {}) };
     default:
       return { type: e.type };
   }
@@ -79,15 +81,15 @@ function expected(before: Snap, event: Ev): Fx[] {
   const state = labelOf(before.value);
   const out: Fx[] = [];
   /** Entering turn state `to` from `from` (announced), with what that state does on entry. */
-  const enter = (from: string, to: string, actor = acting): void => {
-    out.push({ type: 'state.changed', from, to, actor });
+  const enter = (from: string, to: string, actor = acting, resumedBy?: string): void => {
+    out.push({ type: 'state.changed', from, to, actor, ...(resumedBy === undefined ? {} : { resumedBy }) });
     const m = meta(to);
     if (m.isTerminal) out.push(settles(to, m.emitsEnvelope));
     else if (m.holdsActor) out.push({ type: 'hold', state: to });
     else if (to === 'awaiting') out.push({ type: 'model.next' });
   };
-  const failTo = (code: string): void => {
-    out.push({ type: 'fail', code });
+  const failTo = (code: string, stop?: string): void => {
+    out.push({ type: 'fail', code, ...(stop === undefined ? {} : { stop }) });
     enter(state, 'error');
   };
   const nextCall = (): void => {
@@ -115,7 +117,7 @@ function expected(before: Snap, event: Ev): Fx[] {
         return out;
       }
       if (event.next !== undefined) throw new Error(`the oracle has no rule for MODEL_DONE:${event.next}`);
-      if (event.stopReason === 'max_tokens') failTo('model.max_tokens');
+      if (event.stopReason === 'max_tokens') failTo('model.max_tokens', 'max_tokens');
       else if (event.toolUses > 0) out.push({ type: 'tools.dispatch' });
       return out;
     }
@@ -136,7 +138,11 @@ function expected(before: Snap, event: Ev): Fx[] {
       return out;
     }
     case 'RESUME':
-      enter(state, 'awaiting');
+      enter(state, 'awaiting', acting, event.resumeOn);
+      return out;
+    case 'ANSWERED':
+      // Only the state pending calls hold a turn in (`suspended`) resumes: a consumer's hold waits on.
+      if (state === 'suspended') enter(state, 'awaiting', acting, meta(state).resumeOn);
       return out;
     case 'FAIL':
       failTo(event.code);
@@ -260,6 +266,35 @@ describe('session machine: the effects of every generated path', () => {
       }
     }
     expect(checked).toBe(shortest.length * 4);
+  });
+
+  it('effects:summaries — "a model response reaches the machine as one event carrying a summary; guards choose what follows": each kind of summary, within and over its budget, emits exactly its effects on both engines', () => {
+    const done = (summary: Partial<{ change: { to: string }; toolUses: number; rejected: number; applied: number; freeText: boolean; stopReason: string; compat: boolean; fallback: string }>): Ev =>
+      ({ type: 'MODEL_DONE', toolUses: 0, rejected: 0, applied: 0, freeText: false, stopReason: 'end_turn', ...summary }) as Ev;
+    const start: Ev[] = [{ type: 'START', turnId: 't' }, { type: 'CALL' }];
+    const again: Ev = { type: 'CALL' };
+    const ends = (state: string, from = 'awaiting'): Fx[] => [{ type: 'state.changed', from, to: state, actor: 'a' }, settles(state, meta(state).emitsEnvelope)];
+    const fails = (code: string, stop?: string): Fx[] => [{ type: 'fail', code, ...(stop ? { stop } : {}) }, ...ends('error')];
+    const cases: [string, Ev[], Fx[]][] = [
+      ['a change to a terminal state', [done({ change: { to: 'complete' }, applied: 1 })], ends('complete')],
+      ['a change cut short by max_tokens', [done({ change: { to: 'complete' }, applied: 1, stopReason: 'max_tokens' })], fails('model.max_tokens', 'max_tokens')],
+      ['a change cut short by a refusal', [done({ change: { to: 'complete' }, applied: 1, stopReason: 'refusal' })], fails('model.refusal', 'refusal')],
+      ['a change to a state the machine does not have', [done({ change: { to: 'no-such-state' }, applied: 1 })], fails('turn.state_not_in_machine')],
+      ['a rejected respond(), within budget: no nudge', [done({ rejected: 1 })], [{ type: 'model.next' }]],
+      ['a rejected respond(), over budget', [done({ rejected: 1 }), again, done({ rejected: 1 })], fails('turn.respond_retries')],
+      ['free text, within budget', [done({ freeText: true })], [{ type: 'nudge', freeText: true }, { type: 'model.next' }]],
+      ['free text, over budget', [done({ freeText: true }), again, done({ freeText: true })], fails('turn.free_text')],
+      ['compat, incomplete, within budget', [done({ compat: true })], [{ type: 'nudge', freeText: false, compat: true }, { type: 'model.next' }]],
+      ['compat, incomplete, over budget', [done({ compat: true }), again, done({ compat: true })], fails('turn.incomplete')],
+      ['compat with a fallback, nudges spent', [done({ compat: true }), again, done({ compat: true, fallback: 'complete' })], [{ type: 'fallback' }, ...ends('complete')]],
+      ['progress only (a summary with nothing else)', [done({ applied: 1 })], [{ type: 'model.next' }]],
+    ];
+    for (const engine of ['actor', 'compiled'] as const) {
+      for (const [name, events, want] of cases) {
+        const rows = replay([...start, ...events].map((event) => ({ event })), engine);
+        expect(rows.at(-1)!.got, `${name} (${engine})`).toEqual(want);
+      }
+    }
   });
 
   it('effects:turn — one whole turn (two tool rounds, then complete) emits the host\'s work list in order', () => {

@@ -123,6 +123,22 @@ describe('turn loop edges', () => {
     checkHistory(model.requests[1]!);
   });
 
+  it('model:failure:settles-error — "max_tokens and refusal stops settle error": also a cut response whose respond() asked for complete before the cut', async () => {
+    for (const stopReason of ['max_tokens', 'refusal'] as const) {
+      const cut = { blocks: [respond([part('response', 'Here is the ans')], 'complete'), { type: 'text' as const, text: 'and then the output was cut' }], stopReason };
+      const { rt } = harness(sequence([cut]));
+      rt.registries.actors.register({ name: 'a' });
+      const s = await rt.createSession({ actor: 'a' });
+      const rec = new Recorder(s);
+      const out = await (await s.send('hi')).settled;
+      expect(out).toMatchObject({ finalizedBy: 'error', stop: stopReason, error: { code: `model.${stopReason === 'max_tokens' ? 'max_tokens' : 'refusal'}` } });
+      // The change the cut response asked for was never entered.
+      expect(rec.of('turnState.changed').map((e) => e.to)).not.toContain('complete');
+      checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
+      await rt.close();
+    }
+  });
+
   it('model:stop:refusal — a refusal settles error with stop refusal', async () => {
     const { rt } = harness(sequence([{ blocks: [], stopReason: 'refusal' }]));
     rt.registries.actors.register({ name: 'a' });

@@ -2,6 +2,9 @@
  * The common shapes of spec 000 (and the envelope meta of spec 001), end to end through the
  * public API: createRuntime + ScriptedModel, observed through session.events().
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ModelPort, ModelRequest } from '../../src/machines/ports.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -231,7 +234,8 @@ describe('spec 000 shapes through the runtime', () => {
     rt.registries.actors.register({ name: 'sally' });
     const s = await rt.createSession({ actor: 'sally' });
     const rec = new Recorder(s);
-    const out = await (await s.send('flights LGW to CFU on 15 Aug for 6')).settled;
+    // A peer LLM consumes llm-context (spec 001: the part is for a consumer that declares it).
+    const out = await (await s.send('flights LGW to CFU on 15 Aug for 6', { consumes: ['llm-context'] })).settled;
     const env = rec.of('envelope.settled');
     expect(env).toHaveLength(1);
     const envelope = env[0]!.envelope;
@@ -364,6 +368,44 @@ describe('spec 000 shapes through the runtime', () => {
     const users = (await s.mailbox()).flatMap((m) => (m.kind === 'user' ? [m.text] : []));
     expect(users).toEqual(['pay 10', '[payment] {"n":1}']);
     expect(JSON.stringify(model.requests.at(-1)!.messages)).not.toContain('"n\\":2');
+  });
+
+  it('turn-states:consumer:hold — "a state with holdsActor: true and a resumeOn naming the injection kind registers": one naming approval-response (a sign-off) resumes on that injection, while a turn whose calls wait for approval still refuses it', async () => {
+    const model = createScriptedModel({
+      rules: [
+        { when: { on: 'user', text: '^sign', call: 0 }, respond: answer(respond([part('ack', 'Waiting for sign-off.')], 'needs-signoff')) },
+        { when: { on: 'user', text: '^wire', call: 0 }, respond: answer(respond([part('ack', 'Wiring.')], 'awaiting'), toolUse('wire', { q: '5' })) },
+        { respond: answer(respond([part('response', 'Done: $user')], 'complete')) },
+      ],
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'turnstate-signoff-'));
+    const setup = (r: typeof rt): void => {
+      r.registries.turnStates.register({ id: 'needs-signoff', meta: { description: 'Waits for a manager to sign off.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'approval-response' } });
+      addTool(r.registries, 'wire', () => ({ ok: true }), { requiresApproval: true });
+      r.registries.actors.register({ name: 'support', tools: ['wire'] });
+    };
+    const first = createRuntime({ model, store: createSqliteStore({ path: join(dir, 'db.sqlite') }) });
+    setup(first);
+    const held = await (await (await first.createSession({ actor: 'support', id: 'signoff' })).send('sign the contract')).settled;
+    expect(held).toMatchObject({ finalizedBy: 'needs-signoff', held: { resumeOn: 'approval-response' } });
+    await first.close();
+    // After a restart the turn still waits for its sign-off: recovery does not take it for answered calls.
+    const rt = createRuntime({ model, store: createSqliteStore({ path: join(dir, 'db.sqlite') }) });
+    setup(rt);
+    await rt.recover();
+    const s = (await rt.session('signoff'))!;
+    expect((await s.snapshot()).state).toBe('needs-signoff');
+    expect(model.requests).toHaveLength(1);
+    const ref = await s.inject({ kind: 'resume', resumeOn: 'approval-response', payload: { signedOffBy: 'mgr-7' } });
+    expect((await ref!.settled).finalizedBy).toBe('complete');
+    expect(JSON.stringify(model.requests.at(-1)!.messages)).toContain('mgr-7');
+    // A turn suspended on its own approval is resumed by the answer, not by an injection.
+    const suspended = await (await s.send('wire the money')).settled;
+    expect(suspended.finalizedBy).toBe('suspended');
+    await expect(s.inject({ kind: 'resume', resumeOn: 'approval-response', payload: {} })).rejects.toMatchObject({ code: 'injection.not_waiting', message: expect.stringContaining('approval') });
+    expect((await s.snapshot()).state).toBe('suspended');
+    await rt.close();
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('turn-states:consumer:hold-resume — a consumer state holding the actor resumes on session.inject({kind:"resume", resumeOn})', async () => {
