@@ -50,6 +50,15 @@ export const DEFAULT_LIMITS: Readonly<RuntimeLimits> = Object.freeze({
   llmContextTimeoutMs: 30_000,
 });
 
+/**
+ * setTimeout's longest delay (2^31-1 ms, about 24.8 days): Node fires a longer timer after 1 ms
+ * (TimeoutOverflowWarning), so every millisecond setting that becomes a timer is refused above it.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** The limits that become timers (milliseconds): each is at most MAX_TIMER_MS. */
+export const TIMER_LIMITS: readonly (keyof RuntimeLimits)[] = Object.freeze(['llmContextTimeoutMs']);
+
 /** The session machine's bounds (its input's `maxHandoffs` and `loop`) for the given runtime limits. */
 export function sessionMachineLimits(limits: RuntimeLimits): {
   maxHandoffs: number;

@@ -22,6 +22,7 @@ import { HistoryCache } from './host/history-cache.js';
 import { containInspector } from './host/inspector.js';
 import { checkAnswer } from './host/approval-answers.js';
 import { checkCreateSession, checkSend, checkSessionFilter, runtimeLimits } from './host/input-checks.js';
+import { checkRuntimeOptions } from './host/runtime-options.js';
 import { createSessionMachine, type SessionMachine } from './machines/session.machine.js';
 import { defer, from, switchMap } from 'rxjs';
 import { createActor } from 'xstate';
@@ -35,60 +36,11 @@ import { usePolicyEvaluators } from './approvals/policy.js';
 import { sessionMachineLimits } from './limits.js';
 import { agentCard } from './envelope/agent-card.js';
 import { normalizeConsumes } from './envelope/consumers.js';
-import type { PartTypeRegistryApi, Registries } from './registries/types.js';
-import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from './registries/index.js';
+import type { PartTypeRegistryApi } from './registries/types.js';
 import { REASONING_TRACES } from './envelope/reasoning.js';
 import { artifactPartCheck } from './envelope/artifacts.js';
 import { surfacePartCheck } from './envelope/surface-check.js';
 import { createMemoryArtifactStore } from './stores/artifacts-memory.js';
-
-/** The options a runtime is made with: ports that can serve, functions where functions go (runtime.options naming the option). */
-function checkOptions(options: RuntimeOptions): void {
-  const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);
-  if (!options || typeof options.model?.stream !== 'function') throw bad('needs a `model` (a ModelPort, with a stream() method)');
-  if (options.contextModel !== undefined && typeof options.contextModel?.stream !== 'function') throw bad('`contextModel` must be a ModelPort (with a stream() method)');
-  const store = options.store as Partial<SessionStore> | undefined;
-  if (store !== undefined && (typeof store?.commit !== 'function' || typeof store.getSession !== 'function' || typeof store.readEvents !== 'function')) {
-    throw bad('`store` must be a SessionStore (commit, getSession, readEvents, ...: see docs/stores.md)');
-  }
-  for (const name of ['now', 'newId', 'canAnswerApproval'] as const) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(`\`${name}\` must be a function, got ${typeof options[name]}`);
-  }
-  const p = options.passivateAfterMs;
-  if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0)) throw bad(`\`passivateAfterMs\` must be a number of milliseconds of at least 0 (0: never), got ${String(p)}`);
-  if (options.registries !== undefined) {
-    const why = registriesProblem(options.registries);
-    if (why !== undefined) throw bad(why);
-  }
-}
-
-/** Each registry of `Registries` and the methods the runtime calls on it. */
-const REGISTRY_METHODS = {
-  partTypes: ['get', 'has', 'list', 'ids', 'register', 'deliveryFor'],
-  turnStates: ['get', 'has', 'list', 'ids', 'register'],
-  tools: ['get', 'has', 'list', 'ids', 'register', 'resolve'],
-  actors: ['get', 'has', 'list', 'ids', 'register'],
-  surfaceTemplates: ['get', 'has', 'list', 'register'],
-} as const;
-
-/** What keeps `r` from being the runtime's registries (createRegistries() makes them), or undefined. */
-function registriesProblem(r: unknown): string | undefined {
-  if (r === null || typeof r !== 'object') return `\`registries\` must be the runtime's registries (createRegistries()), got ${r === null ? 'null' : typeof r}`;
-  const regs = r as Record<string, Record<string, unknown> | null | undefined>;
-  for (const [name, methods] of Object.entries(REGISTRY_METHODS)) {
-    const reg = regs[name];
-    if (reg === null || typeof reg !== 'object') return `\`registries.${name}\` is missing (registries: ${Object.keys(REGISTRY_METHODS).join(', ')}; see createRegistries())`;
-    const method = methods.find((m) => typeof reg[m] !== 'function');
-    if (method !== undefined) return `\`registries.${name}\` is missing its ${method}() method`;
-  }
-  // The machine and the respond() parser rely on every canonical entry being there.
-  const { turnStates, partTypes } = r as Registries;
-  const state = Object.keys(CANONICAL_TURN_STATES).find((id) => !turnStates.has(id));
-  if (state !== undefined) return `\`registries.turnStates\` lacks the canonical turn state "${state}" (a TurnStateRegistry has every one)`;
-  const partType = Object.keys(CANONICAL_PART_TYPES).find((id) => !partTypes.has(id));
-  if (partType !== undefined) return `\`registries.partTypes\` lacks the canonical part type "${partType}" (a PartTypeRegistry has every one)`;
-  return undefined;
-}
 
 export interface TurnstateRuntime extends Runtime {
   readonly router: EventRouter;
@@ -170,7 +122,7 @@ function unrestorable(id: string, err: unknown): TurnstateError {
 }
 
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
-  checkOptions(options);
+  checkRuntimeOptions(options);
   const reasoningTraces = options.reasoningTraces ?? 'keep';
   if (!REASONING_TRACES.includes(reasoningTraces)) {
     throw new TurnstateError('runtime.options', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);

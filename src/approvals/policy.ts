@@ -386,6 +386,14 @@ export function compileApprovalPolicy(
     if (p.allowStandingApproval !== undefined && typeof p.allowStandingApproval !== 'boolean') {
       fail('tools:approval:allowStandingApproval-boolean', toolName, 'requiresApproval.allowStandingApproval must be a boolean');
     }
+    // Given in both places it must agree: else one place's "never pre-approve" would silently lose.
+    if (allowStandingApproval !== undefined && p.allowStandingApproval !== undefined && allowStandingApproval !== p.allowStandingApproval) {
+      fail(
+        'tools:approval:allowStandingApproval-conflict',
+        toolName,
+        `allowStandingApproval is ${allowStandingApproval} on the tool but requiresApproval.allowStandingApproval is ${String(p.allowStandingApproval)}; say it in one place (or give both the same value)`,
+      );
+    }
     const standing = allowStandingApproval ?? (p.allowStandingApproval as boolean | undefined) ?? true;
     return compileCel(toolName, p.autoApproveIf, standing, limits);
   }

@@ -7,7 +7,8 @@
  */
 import type { CreateSessionOptions, SendOptions } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import { DEFAULT_LIMITS, type RuntimeLimits } from '../limits.js';
+import { DEFAULT_LIMITS, MAX_TIMER_MS, TIMER_LIMITS, type RuntimeLimits } from '../limits.js';
+import { argumentSchemaProblem } from '../registries/json-schema.js';
 import { TOOL_NAME } from '../registries/tools.js';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => {
@@ -90,6 +91,9 @@ export function checkSend(message: unknown, opts: unknown): void {
       if (!isPlainObject(t.parameters)) throw bad(`${at}.parameters must be a JSON Schema object`);
       const p = jsonProblem(t.parameters, `${at}.parameters`);
       if (p) throw bad(p);
+      // The rules of a registered tool's inputSchema (tools:schema:object-type, a valid schema).
+      const s = argumentSchemaProblem(t.parameters);
+      if (s) throw bad(`${at}.parameters (client tool "${t.name}") ${s}`);
     });
   }
 }
@@ -127,8 +131,11 @@ export function runtimeLimits(given: unknown): RuntimeLimits {
     if (!(k in DEFAULT_LIMITS)) throw new TurnstateError('runtime.options', `limits.${k} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
     if (v === undefined) continue;
     const min = LIMIT_MIN[k as keyof RuntimeLimits] ?? 0;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
-      throw new TurnstateError('runtime.options', `limits.${k} must be an integer of at least ${min}, got ${typeof v === 'number' ? String(v) : JSON.stringify(v) ?? typeof v}`);
+    // A timer-backed limit above setTimeout's maximum would fire after 1 ms, not later.
+    const max = TIMER_LIMITS.includes(k as keyof RuntimeLimits) ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) {
+      const range = max === MAX_TIMER_MS ? `an integer from ${min} to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)` : `an integer of at least ${min}`;
+      throw new TurnstateError('runtime.options', `limits.${k} must be ${range}, got ${typeof v === 'number' ? String(v) : JSON.stringify(v) ?? typeof v}`);
     }
     limits[k as keyof RuntimeLimits] = v;
   }

@@ -4,7 +4,7 @@
  * `deliveryFor`) read precomputed Maps and allocate nothing.
  */
 import { RegistrationError, TurnstateError } from '../errors.js';
-import { Registry } from './registry.js';
+import { closestName, Registry, topLevelFields } from './registry.js';
 import type {
   ChannelKind,
   DeliveryClass,
@@ -212,6 +212,16 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
     fail('part-types:meta:required', id, 'meta must be an object with description, streamingPreferred, dataBearing, delivery, inEnvelope, modelEmittable and carries');
   }
   const m = meta as Record<string, unknown>;
+  // First: a misspelt field is refused naming it, not reported as the field it was meant to be
+  // (`inEnvelop` is not "meta.inEnvelope missing"), nor ignored (a rule under a typo would not apply).
+  for (const key of Object.keys(m)) {
+    if (PART_TYPE_META_FIELDS.includes(key)) continue;
+    const near = closestName(key, PART_TYPE_META_FIELDS);
+    const hint = (DELIVERY_CLASSES as readonly string[]).includes(key)
+      ? ': put the rules under meta.delivery: { streaming, buffered }'
+      : near === undefined ? '' : ` (did you mean ${near}?)`;
+    fail('part-types:meta:field-unknown', id, `meta.${key} is not a part-type field${hint}; the fields are ${PART_TYPE_META_FIELDS.join(', ')}`);
+  }
   if (typeof m.description !== 'string' || m.description.trim() === '') {
     fail('part-types:meta:description', id, 'meta.description must be a non-empty string saying what the part carries');
   }
@@ -222,8 +232,7 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
   }
   const d = m.delivery;
   if (d === null || typeof d !== 'object' || Array.isArray(d)) {
-    const hint = 'buffered' in m || 'streaming' in m ? " (put the rules under meta.delivery: { streaming, buffered })" : '';
-    fail('part-types:meta:delivery', id, `meta.delivery must be { streaming, buffered }, each one of ${DELIVERY_RULES.join(', ')}${hint}`);
+    fail('part-types:meta:delivery', id, `meta.delivery must be { streaming, buffered }, each one of ${DELIVERY_RULES.join(', ')}`);
   }
   for (const cls of DELIVERY_CLASSES) {
     const rule = (d as Record<string, unknown>)[cls];
@@ -258,10 +267,6 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
   }
   if (m.transcript !== undefined && !(TRANSCRIPTS as readonly unknown[]).includes(m.transcript)) {
     fail('part-types:meta:transcript', id, `meta.transcript must be one of ${TRANSCRIPTS.join(', ')}, or absent for parts a transcript does not show (got ${describe(m.transcript)})`);
-  }
-  // Last (the checks above hint at misplaced rules): a misspelt field is refused, not ignored (a delivery rule under a typo would silently not apply).
-  for (const key of Object.keys(m)) {
-    if (!PART_TYPE_META_FIELDS.includes(key)) fail('part-types:meta:field-unknown', id, `meta.${key} is not a part-type field; the fields are ${PART_TYPE_META_FIELDS.join(', ')}`);
   }
   return m as unknown as PartTypeMeta;
 }
@@ -324,6 +329,7 @@ export class PartTypeRegistry extends Registry<PartTypeDefinition> implements Pa
         { id },
       );
     }
+    topLevelFields('part-types:field-unknown', `part type '${id}'`, def, PART_TYPE_META_FIELDS, id);
     const existing = this.get(id);
     if (existing?.isCanonical) {
       fail('part-types:canonical:not-replaceable', id, 'is canonical and cannot be replaced; register your variant under a new id');

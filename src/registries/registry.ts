@@ -4,7 +4,48 @@
  * array until the next registration, so reading them allocates nothing and a changed length tells
  * a cache the registry changed. Subclasses validate a definition, then `add` it.
  */
+import { RegistrationError } from '../errors.js';
 import type { RegistryReader } from './types.js';
+
+/** The candidate within two edits of `name` (a typo's likely intent), or undefined. */
+export function closestName(name: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const c of candidates) {
+    const d = editDistance(name.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++) row[j] = Math.min(prev[j]! + 1, row[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length]!;
+}
+
+/**
+ * Refuses a `{ id, meta }` registration's top-level field other than `id` and `meta`, naming it
+ * (RegistrationError with `rule`): a meta field put one level too high is told it belongs under
+ * meta, instead of being ignored.
+ */
+export function topLevelFields(rule: string, who: string, def: object, metaFields: readonly string[], id: string): void {
+  for (const key of Object.keys(def)) {
+    if (key === 'id' || key === 'meta') continue;
+    const near = closestName(key, metaFields);
+    const where = metaFields.includes(key)
+      ? `${key} belongs under meta (meta.${key})`
+      : key === 'isCanonical'
+        ? 'isCanonical is set by the registry (true only for the canonical entries), not given'
+        : `${key} is not a registration field${near === undefined ? '' : ` (did you mean meta.${near}?)`}`;
+    throw new RegistrationError(rule, `${who}: ${where}; a registration is { id, meta }`, { id, field: key });
+  }
+}
 
 export abstract class Registry<T> implements RegistryReader<T> {
   readonly #entries = new Map<string, T>();

@@ -9,7 +9,7 @@
  * Building and validation (with @a2ui/web_core) live in envelope/surfaces.ts; a template whose
  * output is not valid A2UI fails there, naming the template and the path.
  */
-import { Registry } from './registry.js';
+import { closestName, Registry } from './registry.js';
 import { RegistrationError } from '../errors.js';
 import type { SurfaceTemplate, SurfaceTemplateRegistryApi } from './types.js';
 
@@ -28,6 +28,8 @@ export function approvalKind(tool: string): string {
   return `approval:${tool}`;
 }
 
+const TEMPLATE_FIELDS: readonly string[] = Object.freeze(['kind', 'description', 'build']);
+
 export class SurfaceTemplateRegistry extends Registry<SurfaceTemplate> implements SurfaceTemplateRegistryApi {
   register(template: SurfaceTemplate): SurfaceTemplate {
     if (template === null || typeof template !== 'object' || Array.isArray(template)) {
@@ -39,6 +41,16 @@ export class SurfaceTemplateRegistry extends Registry<SurfaceTemplate> implement
         'surfaces:kind:invalid',
         `surface template kind ${typeof kind === 'string' ? JSON.stringify(kind) : String(kind)} is invalid: a letter, then letters, digits, '.', '_', ':' or '-', at most 128 characters`,
         { kind },
+      );
+    }
+    // A misspelt field is refused naming it (a `descripton` would otherwise be dropped unnoticed).
+    for (const key of Object.keys(template)) {
+      if (TEMPLATE_FIELDS.includes(key)) continue;
+      const near = closestName(key, TEMPLATE_FIELDS);
+      throw new RegistrationError(
+        'surfaces:template:field-unknown',
+        `surface template '${kind}': ${key} is not a template field${near === undefined ? '' : ` (did you mean ${near}?)`}; the fields are ${TEMPLATE_FIELDS.join(', ')}`,
+        { kind, field: key },
       );
     }
     if (typeof template.build !== 'function') {

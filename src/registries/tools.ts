@@ -5,15 +5,13 @@
  * `respond()` and the spec 003 tools are never in it. Every registration error is a
  * RegistrationError whose `rule` is the requirement id and whose message says how to fix it.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ErrorObject } from 'ajv';
 import { RegistrationError, TurnstateError } from '../errors.js';
+import { MAX_TIMER_MS } from '../limits.js';
 import type { Routing, Scope } from '../types.js';
+import { type CompiledSchema, frozenCopy, SchemaCompiler } from './json-schema.js';
 import { Registry } from './registry.js';
 import type { ApprovalCompiler, RegisteredTool, RetryPolicy, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
-
-/** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
-const addFormats = addFormatsModule.default;
 
 /** Tool names as the model APIs accept them. */
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -45,8 +43,6 @@ const KNOWN_FIELDS = new Set([
   'retry',
 ]);
 
-/** setTimeout's largest delay; a longer timeout or backoff would fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
 /** The most attempts a retry policy may ask for (the first included). */
 export const MAX_RETRY_ATTEMPTS = 10;
 const RETRY_FIELDS = new Set(['attempts', 'backoffMs', 'backoffFactor']);
@@ -145,15 +141,14 @@ function checkExecution(
 }
 
 export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegistryApi {
-  readonly #ajv: Ajv;
+  /** This registry's own ajv instances (`tools:schema:per-registry`). */
+  readonly #schemas = new SchemaCompiler();
   readonly #compileApproval: ApprovalCompiler;
 
   /** `compileApproval` compiles each tool's `requiresApproval` at registration (approvals/ `compileApprovalPolicy`). */
   constructor(compileApproval: ApprovalCompiler) {
     super();
     this.#compileApproval = compileApproval;
-    this.#ajv = new Ajv({ allErrors: true, strict: false });
-    addFormats(this.#ajv);
   }
 
   register<A, R>(def: ToolDefinition<A, R>): RegisteredTool {
@@ -240,9 +235,22 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
 
     const { idempotent, timeoutMs, retry } = checkExecution(d, routing, fail);
 
-    const validateIn = this.#compile(name, 'inputSchema', d.inputSchema, true, fail);
-    const validateOut = d.outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', d.outputSchema, false, fail);
+    // Everything that can refuse without compiling a schema first; then the schemas, each copied
+    // (the tool keeps its own, frozen) and compiled, and released if a later one fails: a refused
+    // registration leaves nothing behind in this registry's ajv (an $id stays free for the fix).
     const approval = this.#compileApproval(name, d.requiresApproval as ToolDefinition['requiresApproval'], d.allowStandingApproval as boolean | undefined);
+    const inputSchema = this.#copy(name, 'inputSchema', d.inputSchema, fail);
+    const outputSchema = d.outputSchema === undefined ? undefined : this.#copy(name, 'outputSchema', d.outputSchema, fail);
+    const compiledIn = this.#compile(name, 'inputSchema', inputSchema, fail);
+    let compiledOut: CompiledSchema | undefined;
+    try {
+      compiledOut = outputSchema === undefined ? undefined : this.#compile(name, 'outputSchema', outputSchema, fail);
+    } catch (e) {
+      compiledIn.release();
+      throw e;
+    }
+    const validateIn = compiledIn.validate;
+    const validateOut = compiledOut?.validate;
 
     const tool: RegisteredTool = Object.freeze({
       name,
@@ -256,8 +264,8 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
       idempotent,
       timeoutMs,
       retry,
-      inputSchema: d.inputSchema as Record<string, unknown>,
-      outputSchema: d.outputSchema as Record<string, unknown> | undefined,
+      inputSchema,
+      outputSchema,
       handler: d.handler as ToolHandler,
       approval,
       validateInput: (args: unknown): Violation[] => (validateIn(args) ? NO_VIOLATIONS : toViolations(validateIn.errors)),
@@ -267,18 +275,30 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
     return this.add(name, tool);
   }
 
-  #compile(name: string, field: 'inputSchema' | 'outputSchema', schema: unknown, isInput: boolean, fail: (rule: string, message: string) => never): ValidateFunction {
+  /** A checked, deep-frozen copy of a schema field (`tools:registered:frozen`). */
+  #copy(name: string, field: 'inputSchema' | 'outputSchema', schema: unknown, fail: (rule: string, message: string) => never): Record<string, unknown> {
+    const isInput = field === 'inputSchema';
     const rulePrefix = isInput ? 'tools:schema' : 'tools:output-schema';
     if (!isPlainObject(schema)) {
       fail(`${rulePrefix}:required`, `${field} must be a JSON Schema object${isInput ? ", e.g. { type: 'object', properties: {} }" : ''}`);
     }
-    if (isInput && (schema as Record<string, unknown>).type !== 'object') {
+    if (isInput && schema.type !== 'object') {
       fail('tools:schema:object-type', "inputSchema must have type: 'object' (tool arguments are always an object)");
     }
     try {
-      return this.#ajv.compile(schema as Record<string, unknown>);
+      return frozenCopy(schema);
     } catch (e) {
-      return fail(`${rulePrefix}:invalid-fails-registration`, `${field} is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`);
+      return fail(`${rulePrefix}:invalid-fails-registration`, `${field} must be plain data (it is copied at registration): ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  #compile(name: string, field: 'inputSchema' | 'outputSchema', schema: Record<string, unknown>, fail: (rule: string, message: string) => never): CompiledSchema {
+    const rulePrefix = field === 'inputSchema' ? 'tools:schema' : 'tools:output-schema';
+    try {
+      return this.#schemas.compile(schema, `tool '${name}' (${field})`);
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      return fail(`${rulePrefix}:invalid-fails-registration`, message.startsWith('$') ? `${field}: ${message}` : `${field} is not a valid JSON Schema: ${message}`);
     }
   }
 

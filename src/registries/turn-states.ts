@@ -5,8 +5,9 @@
  * with a node the machine already uses.
  */
 import { RegistrationError } from '../errors.js';
-import { Registry } from './registry.js';
-import type { TurnStateDefinition, TurnStateMeta, TurnStateRegistryApi } from './types.js';
+import { CANONICAL_PART_TYPES } from './part-types.js';
+import { closestName, Registry, topLevelFields } from './registry.js';
+import type { PartTypeMeta, TurnStateDefinition, TurnStateMeta, TurnStateRegistryApi } from './types.js';
 
 /** Turn-state ids: lower-case, starting with a letter, '-' allowed, at most 63 characters. */
 export const TURN_STATE_ID = /^[a-z][a-z0-9-]{0,62}$/;
@@ -94,14 +95,26 @@ function isStringArray(v: unknown): v is string[] {
 /** Checks consumer metadata; throws a RegistrationError naming the id, the rule and the fix. */
 const TURN_STATE_META_FIELDS = ['description', 'isTerminal', 'emitsEnvelope', 'holdsActor', 'handsOff', 'resumeOn', 'requires'];
 
-export function validateTurnStateMeta(id: string, meta: unknown, knownPartType?: (id: string) => boolean): TurnStateMeta {
+/**
+ * @param knownPartType when given, part types named in `requires` must be registered.
+ * @param modelEmittable whether a part type may be emitted through respond() (undefined when
+ * unknown); default: the canonical part types' own flags.
+ */
+export function validateTurnStateMeta(
+  id: string,
+  meta: unknown,
+  knownPartType?: (id: string) => boolean,
+  modelEmittable: (id: string) => boolean | undefined = canonicalEmittable,
+): TurnStateMeta {
   if (meta === null || typeof meta !== 'object' || Array.isArray(meta)) {
     fail('turn-states:meta:required', id, 'meta must be an object with description, isTerminal, emitsEnvelope and holdsActor');
   }
   const m = meta as Record<string, unknown>;
   // A misspelt field is refused, not ignored (a requirement under a typo would silently not apply).
   for (const key of Object.keys(m)) {
-    if (!TURN_STATE_META_FIELDS.includes(key)) fail('turn-states:meta:field-unknown', id, `meta.${key} is not a turn-state field; the fields are ${TURN_STATE_META_FIELDS.join(', ')}`);
+    if (TURN_STATE_META_FIELDS.includes(key)) continue;
+    const near = closestName(key, TURN_STATE_META_FIELDS);
+    fail('turn-states:meta:field-unknown', id, `meta.${key} is not a turn-state field; the fields are ${TURN_STATE_META_FIELDS.join(', ')}${near === undefined ? '' : ` (did you mean ${near}?)`}`);
   }
   if (typeof m.description !== 'string' || m.description.trim() === '') {
     fail('turn-states:meta:description', id, 'meta.description must be a non-empty string (it is shown to the model)');
@@ -171,6 +184,17 @@ export function validateTurnStateMeta(id: string, meta: unknown, knownPartType?:
         }
       }
     }
+    // A required part the model cannot emit (approval-request, a runtime-only type) would make
+    // the state impossible to declare through respond(): refused now, not at every turn.
+    for (const pt of (req.partTypes as string[] | undefined) ?? []) {
+      if (modelEmittable(pt) === false) {
+        fail(
+          'turn-states:requires:not-model-emittable',
+          id,
+          `meta.requires.partTypes names '${pt}', which a model cannot emit (modelEmittable: false): no respond() could ever declare this state; require a part type the model emits, or forbid '${pt}' instead`,
+        );
+      }
+    }
     const need = (req.partTypes as string[] | undefined) ?? [];
     const forbid = (req.forbidsPartTypes as string[] | undefined) ?? [];
     const clash = need.find((p) => forbid.includes(p));
@@ -199,6 +223,10 @@ export function validateTurnStateMeta(id: string, meta: unknown, knownPartType?:
   return out;
 }
 
+function canonicalEmittable(partType: string): boolean | undefined {
+  return Object.hasOwn(CANONICAL_PART_TYPES, partType) ? CANONICAL_PART_TYPES[partType]?.modelEmittable : undefined;
+}
+
 function freezeMeta(meta: TurnStateMeta): TurnStateMeta {
   const copy: TurnStateMeta = { ...meta };
   if (meta.requires) {
@@ -212,13 +240,17 @@ function freezeMeta(meta: TurnStateMeta): TurnStateMeta {
 
 export class TurnStateRegistry extends Registry<TurnStateDefinition> implements TurnStateRegistryApi {
   readonly #knownPartType: ((id: string) => boolean) | undefined;
+  readonly #modelEmittable: (id: string) => boolean | undefined;
 
   /**
-   * @param partTypes when given, part types named in `requires` must already be registered there.
+   * @param partTypes when given, part types named in `requires` must already be registered there
+   * (and a required one must be one the model can emit).
    */
-  constructor(partTypes?: { has(id: string): boolean }) {
+  constructor(partTypes?: { has(id: string): boolean; get?(id: string): { meta: Pick<PartTypeMeta, 'modelEmittable'> } | undefined }) {
     super();
     this.#knownPartType = partTypes ? (id) => partTypes.has(id) : undefined;
+    const get = partTypes?.get?.bind(partTypes);
+    this.#modelEmittable = get ? (id) => get(id)?.meta.modelEmittable ?? canonicalEmittable(id) : canonicalEmittable;
     for (const [id, meta] of Object.entries(CANONICAL_TURN_STATES)) this.#add(id, meta, true);
   }
 
@@ -237,12 +269,13 @@ export class TurnStateRegistry extends Registry<TurnStateDefinition> implements 
     if (RESERVED_TURN_STATE_NAMES.includes(id)) {
       fail('turn-states:id:reserved', id, `is a node name the session machine uses (${RESERVED_TURN_STATE_NAMES.join(', ')}); choose another name`);
     }
+    topLevelFields('turn-states:field-unknown', `turn state '${id}'`, def, TURN_STATE_META_FIELDS, id);
     const existing = this.get(id);
     if (existing?.isCanonical) {
       fail('turn-states:canonical:not-replaceable', id, 'is canonical and cannot be replaced; register your variant under a new id');
     }
     if (existing) fail('turn-states:duplicate:rejected', id, 'is already registered; each turn state id is registered once');
-    return this.#add(id, validateTurnStateMeta(id, def.meta, this.#knownPartType), false);
+    return this.#add(id, validateTurnStateMeta(id, def.meta, this.#knownPartType, this.#modelEmittable), false);
   }
 
   #add(id: string, meta: TurnStateMeta, isCanonical: boolean): TurnStateDefinition {

@@ -175,6 +175,8 @@ export type GeneralistToolDefinition<A = any, R = unknown> = ToolDefinitionCommo
   scope: 'generalist';
   routing?: 'routed';
   peerExposed?: boolean;
+  /** Optional on a generalist tool (required on a specialist): kept as given, trimmed. */
+  justification?: string;
 };
 export type RoutedSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & Idempotency & {
   scope: 'specialist';
@@ -367,12 +369,9 @@ export interface SurfaceTemplate {
   build(data: unknown, ctx: SurfaceContext): readonly unknown[];
 }
 
-export interface SurfaceTemplateRegistryApi {
-  /** Throws a RegistrationError on a bad kind, a missing build function or a duplicate kind. */
+export interface SurfaceTemplateRegistryApi extends RegistryReader<SurfaceTemplate> {
+  /** Throws a RegistrationError on a bad kind, a missing build function, an unknown field or a duplicate kind. */
   register(template: SurfaceTemplate): SurfaceTemplate;
-  get(kind: string): SurfaceTemplate | undefined;
-  has(kind: string): boolean;
-  list(): readonly SurfaceTemplate[];
 }
 
 /* ------------------------------------------------------------------ artifacts (handler side) */

@@ -5,14 +5,11 @@
  * that ignores it runs to its end and its result counts. Timers are plain setTimeout (fake timers
  * drive them in tests); a deadline or a backoff costs only the calls of tools that have one.
  */
+import { MAX_TIMER_MS } from '../limits.js';
 import type { RetryPolicy } from '../registries/types.js';
 
-/**
- * The longest wait a Node timer takes as it is (2^31-1 ms, about 24.8 days); a longer one fires
- * after 1 ms. Registration refuses longer timeouts and retry waits; the router clamps as well, for
- * a RegisteredTool built by hand.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
+// MAX_TIMER_MS (limits.ts): registration refuses longer timeouts and retry waits; the router
+// clamps as well, for a RegisteredTool built by hand.
 
 /** Rejection of a pending handler whose cancel signal or deadline aborted (it is not awaited further). */
 export class Cancelled extends Error {}

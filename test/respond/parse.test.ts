@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createRespondParser, RespondRule } from '../../src/respond/parse.js';
 import type { RespondResult } from '../../src/respond/types.js';
-import type { Violation } from '../../src/registries/types.js';
+import type { Registries, Violation } from '../../src/registries/types.js';
 import { AUDIO_META, CTX, makeRegistries } from './helpers.js';
 
 const parser = createRespondParser(makeRegistries());
@@ -128,11 +128,23 @@ describe('respond() parser: rules', () => {
       id: 'voicemail',
       meta: { description: 'Leaves a voice message and ends the turn.', isTerminal: true, emitsEnvelope: true, holdsActor: false, requires: { partTypes: ['audio', 'response'] } },
     });
-    reg.turnStates.register({
+    // Registration refuses a state requiring a part the model cannot emit
+    // (turn-states:requires:not-model-emittable); registries assembled by hand may still hold one,
+    // and respond() still says why no call can declare it.
+    const audited = {
       id: 'audited',
+      isCanonical: false,
       meta: { description: 'Needs an approval-request.', isTerminal: true, emitsEnvelope: false, holdsActor: false, requires: { partTypes: ['approval-request'] } },
-    });
-    const p = createRespondParser(reg);
+    };
+    expect(() => reg.turnStates.register({ id: audited.id, meta: audited.meta })).toThrow(/approval-request/);
+    const states = reg.turnStates;
+    const list = [...states.list(), audited];
+    const ids = list.map((d) => d.id);
+    const handMade: Registries = {
+      ...reg,
+      turnStates: { get: (id) => (id === 'audited' ? audited : states.get(id)), has: (id) => id === 'audited' || states.has(id), list: () => list, ids: () => ids, register: (d) => states.register(d) },
+    };
+    const p = createRespondParser(handMade);
     const r = p.parse({ parts: [text('response')], turnState: 'voicemail' }, CTX);
     expect(rejected(r).violations).toEqual([{ path: '/parts', rule: 'respond:turnState:requires-part', message: expect.stringContaining("'audio'") }]);
     expect(p.parse({ parts: [data('audio', { audio: 'AAAA', mimeType: 'audio/ogg' }), text('response')], turnState: 'voicemail' }, CTX).ok).toBe(true);

@@ -1,0 +1,110 @@
+/**
+ * createRuntime's options, checked before anything is built: every key is a known option (a
+ * misspelt one is refused naming it and the option it resembles, never ignored), ports can serve,
+ * functions are functions. Each refusal is TurnstateError('runtime.options') naming the option.
+ * The limits are checked by `runtimeLimits` (input-checks.ts), `reasoningTraces` by the runtime.
+ */
+import type { ArtifactStore, RuntimeOptions, SessionStore } from '../api.js';
+import { TurnstateError } from '../errors.js';
+import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from '../registries/index.js';
+import { closestName } from '../registries/registry.js';
+import type { Registries } from '../registries/types.js';
+
+/** Every option of RuntimeOptions (the compiler keeps this list and the interface the same). */
+const KNOWN: Readonly<Record<keyof RuntimeOptions, true>> = {
+  model: true,
+  contextModel: true,
+  artifacts: true,
+  store: true,
+  registries: true,
+  inspect: true,
+  limits: true,
+  canAnswerApproval: true,
+  passivateAfterMs: true,
+  reasoningTraces: true,
+  now: true,
+  newId: true,
+};
+export const RUNTIME_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
+
+/** Each registry of `Registries` and the methods the runtime calls on it. */
+const REGISTRY_METHODS = {
+  partTypes: ['get', 'has', 'list', 'ids', 'register', 'deliveryFor'],
+  turnStates: ['get', 'has', 'list', 'ids', 'register'],
+  tools: ['get', 'has', 'list', 'ids', 'register', 'resolve'],
+  actors: ['get', 'has', 'list', 'ids', 'register'],
+  surfaceTemplates: ['get', 'has', 'list', 'ids', 'register'],
+} as const;
+
+const ARTIFACT_METHODS = ['put', 'head', 'read'] as const;
+const ARTIFACT_OPTIONAL_METHODS = ['close'] as const;
+
+const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
+
+/** The options a runtime is made with: ports that can serve, functions where functions go (runtime.options naming the option). */
+export function checkRuntimeOptions(options: RuntimeOptions): void {
+  const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) throw bad(`options must be an object { model, ... }, got ${typeName(options)}`);
+  for (const key of Object.keys(options)) {
+    if (Object.hasOwn(KNOWN, key)) continue;
+    const near = closestName(key, RUNTIME_OPTION_NAMES);
+    throw bad(`\`${key}\` is not an option${near === undefined ? '' : ` (did you mean \`${near}\`?)`}; the options are ${RUNTIME_OPTION_NAMES.join(', ')}`);
+  }
+  if (typeof options.model?.stream !== 'function') throw bad('needs a `model` (a ModelPort, with a stream() method)');
+  if (options.contextModel !== undefined && typeof options.contextModel?.stream !== 'function') throw bad('`contextModel` must be a ModelPort (with a stream() method)');
+  const store = options.store as Partial<SessionStore> | undefined;
+  if (store !== undefined && (typeof store?.commit !== 'function' || typeof store.getSession !== 'function' || typeof store.readEvents !== 'function')) {
+    throw bad('`store` must be a SessionStore (commit, getSession, readEvents, ...: see docs/stores.md)');
+  }
+  if (options.artifacts !== undefined) {
+    const why = artifactsProblem(options.artifacts);
+    if (why !== undefined) throw bad(why);
+  }
+  const inspect = options.inspect as unknown;
+  if (inspect !== undefined && typeof inspect !== 'function') {
+    if (inspect === null || typeof inspect !== 'object' || Array.isArray(inspect)) {
+      throw bad(`\`inspect\` must be a function (event) => void or an observer { next(event) }, got ${typeName(inspect)}`);
+    }
+    const next = (inspect as { next?: unknown }).next;
+    if (next !== undefined && typeof next !== 'function') throw bad(`\`inspect.next\` must be a function (event) => void, got ${typeName(next)}`);
+  }
+  for (const name of ['now', 'newId', 'canAnswerApproval'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(`\`${name}\` must be a function, got ${typeName(options[name])}`);
+  }
+  const p = options.passivateAfterMs;
+  if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0)) throw bad(`\`passivateAfterMs\` must be a number of milliseconds of at least 0 (0: never), got ${String(p)}`);
+  if (options.registries !== undefined) {
+    const why = registriesProblem(options.registries);
+    if (why !== undefined) throw bad(why);
+  }
+}
+
+/** What keeps `a` from being an ArtifactStore, or undefined. */
+function artifactsProblem(a: unknown): string | undefined {
+  if (a === null || typeof a !== 'object') return `\`artifacts\` must be an ArtifactStore (put, head, read: see docs/concepts/artifacts.md), got ${typeName(a)}`;
+  const store = a as Partial<Record<keyof ArtifactStore, unknown>>;
+  const missing = ARTIFACT_METHODS.filter((m) => typeof store[m] !== 'function');
+  if (missing.length > 0) return `\`artifacts\` must be an ArtifactStore (put, head, read: see docs/concepts/artifacts.md); it lacks ${missing.map((m) => `${m}()`).join(', ')}`;
+  const notFn = ARTIFACT_OPTIONAL_METHODS.find((m) => store[m] !== undefined && typeof store[m] !== 'function');
+  if (notFn !== undefined) return `\`artifacts.${notFn}\` must be a function when given, got ${typeName(store[notFn])}`;
+  return undefined;
+}
+
+/** What keeps `r` from being the runtime's registries (createRegistries() makes them), or undefined. */
+function registriesProblem(r: unknown): string | undefined {
+  if (r === null || typeof r !== 'object') return `\`registries\` must be the runtime's registries (createRegistries()), got ${r === null ? 'null' : typeof r}`;
+  const regs = r as Record<string, Record<string, unknown> | null | undefined>;
+  for (const [name, methods] of Object.entries(REGISTRY_METHODS)) {
+    const reg = regs[name];
+    if (reg === null || typeof reg !== 'object') return `\`registries.${name}\` is missing (registries: ${Object.keys(REGISTRY_METHODS).join(', ')}; see createRegistries())`;
+    const method = methods.find((m) => typeof reg[m] !== 'function');
+    if (method !== undefined) return `\`registries.${name}\` is missing its ${method}() method`;
+  }
+  // The machine and the respond() parser rely on every canonical entry being there.
+  const { turnStates, partTypes } = r as Registries;
+  const state = Object.keys(CANONICAL_TURN_STATES).find((id) => !turnStates.has(id));
+  if (state !== undefined) return `\`registries.turnStates\` lacks the canonical turn state "${state}" (a TurnStateRegistry has every one)`;
+  const partType = Object.keys(CANONICAL_PART_TYPES).find((id) => !partTypes.has(id));
+  if (partType !== undefined) return `\`registries.partTypes\` lacks the canonical part type "${partType}" (a PartTypeRegistry has every one)`;
+  return undefined;
+}

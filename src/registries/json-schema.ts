@@ -1,0 +1,150 @@
+/**
+ * JSON Schemas as tools declare them (a registered tool's `inputSchema` / `outputSchema`, a client
+ * tool's `parameters`): the draft is chosen by `$schema` (draft-07 when absent, 2019-09, 2020-12;
+ * anything else is refused naming the supported drafts), and each draft has its own ajv instance,
+ * made on first use. A `SchemaCompiler` belongs to one registry: a schema it compiled stays
+ * compiled (its `$id` taken) until `release()`, which a registration that fails later calls, so a
+ * refused registration leaves nothing behind.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+
+/** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
+const addFormats = addFormatsModule.default;
+
+type Draft = 'draft-07' | '2019-09' | '2020-12';
+
+/** The `$schema` URIs each draft answers to (with or without a trailing `#`). */
+const DRAFT_URIS: Readonly<Record<string, Draft>> = {
+  'http://json-schema.org/draft-07/schema': 'draft-07',
+  'https://json-schema.org/draft/2019-09/schema': '2019-09',
+  'https://json-schema.org/draft/2020-12/schema': '2020-12',
+};
+
+/** The drafts a schema may declare, as its `$schema` says them (for messages and docs). */
+export const SUPPORTED_SCHEMA_DRAFTS = 'draft-07 (the default, "http://json-schema.org/draft-07/schema#"), 2019-09 ("https://json-schema.org/draft/2019-09/schema") or 2020-12 ("https://json-schema.org/draft/2020-12/schema")';
+
+/** ajv's own normalisation of an id (a trailing `#` or `#/` names the same schema). */
+function normalizeId(id: string): string {
+  return id.replace(/#\/?$/, '');
+}
+
+function draftOf(schema: Record<string, unknown>): Draft {
+  const s = schema.$schema;
+  if (s === undefined) return 'draft-07';
+  const draft = typeof s === 'string' ? DRAFT_URIS[normalizeId(s)] : undefined;
+  if (draft === undefined) throw new Error(`$schema ${JSON.stringify(s) ?? String(s)} is not a supported JSON Schema draft; declare ${SUPPORTED_SCHEMA_DRAFTS}`);
+  return draft;
+}
+
+function makeAjv(draft: Draft): Ajv {
+  const opts = { allErrors: true, strict: false };
+  const ajv = draft === '2020-12' ? new Ajv2020(opts) : draft === '2019-09' ? new Ajv2019(opts) : new Ajv(opts);
+  addFormats(ajv);
+  return ajv;
+}
+
+/** A compiled schema, and how to forget it (its `$id` free again). */
+export interface CompiledSchema {
+  validate: ValidateFunction;
+  release(): void;
+}
+
+export class SchemaCompiler {
+  readonly #instances = new Map<Draft, Ajv>();
+  /** Who compiled each id an instance holds (`tool 'x' (inputSchema)`), to name them in a clash. */
+  readonly #owners = new Map<string, string>();
+
+  /**
+   * Compiles `schema` for `owner` (who declares it, for messages). Throws an Error with the
+   * reason (an unsupported `$schema`, an `$id` another schema took, ajv's message) and leaves
+   * nothing behind.
+   */
+  compile(schema: Record<string, unknown>, owner: string): CompiledSchema {
+    const draft = draftOf(schema);
+    const id = typeof schema.$id === 'string' ? normalizeId(schema.$id) : undefined;
+    const taken = id === undefined || id === '' ? undefined : this.#owners.get(id);
+    if (taken !== undefined) {
+      throw new Error(`$id "${id}" already exists in this registry: ${taken} declares it; each $id names one schema, so choose another $id or remove it`);
+    }
+    let ajv = this.#instances.get(draft);
+    if (ajv === undefined) this.#instances.set(draft, (ajv = makeAjv(draft)));
+    const a = ajv;
+    const refsBefore = new Set(Object.keys(a.refs));
+    const schemasBefore = new Set(Object.keys(a.schemas));
+    const added: string[] = [];
+    const release = (): void => {
+      a.removeSchema(schema);
+      for (const k of Object.keys(a.refs)) if (!refsBefore.has(k)) delete a.refs[k];
+      for (const k of Object.keys(a.schemas)) if (!schemasBefore.has(k)) delete a.schemas[k];
+      for (const k of added) this.#owners.delete(k);
+    };
+    let validate: ValidateFunction;
+    try {
+      validate = a.compile(schema);
+    } catch (e) {
+      release();
+      const message = e instanceof Error ? e.message : String(e);
+      // ajv names a clashing id ("already exists", "resolves to more than one schema"): say whose it is.
+      const clash = /"([^"]*)"/.exec(message)?.[1];
+      const other = clash === undefined ? undefined : this.#owners.get(normalizeId(clash));
+      throw new Error(other === undefined ? message : `${message} (${other} declares it)`);
+    }
+    for (const k of Object.keys(a.refs)) {
+      if (k !== '' && !refsBefore.has(k)) {
+        this.#owners.set(k, owner);
+        added.push(k);
+      }
+    }
+    if (id !== undefined && id !== '' && !this.#owners.has(id)) {
+      this.#owners.set(id, owner);
+      added.push(id);
+    }
+    return { validate, release };
+  }
+}
+
+/** A deep copy of a schema (structuredClone), deep-frozen: what a registered tool keeps and shows. */
+export function frozenCopy(schema: Record<string, unknown>): Record<string, unknown> {
+  return deepFreeze(structuredClone(schema));
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}
+
+/** One compiler for schemas checked and forgotten (client tools): nothing it compiles stays. */
+const scratch = new SchemaCompiler();
+const checked = new Map<string, string | undefined>();
+const CHECKED_MAX = 512;
+
+/**
+ * Why `schema` is not a tool's argument schema (an object at the root, a valid JSON Schema of a
+ * supported draft), or undefined. The answer is cached by the schema's JSON text, most recent
+ * first: a client declares the same tools on every message.
+ */
+export function argumentSchemaProblem(schema: Record<string, unknown>): string | undefined {
+  if (schema.type !== 'object') return `must have type: 'object' at its root (tool arguments are always an object), got ${JSON.stringify(schema.type) ?? 'no type'}`;
+  const text = JSON.stringify(schema);
+  if (checked.has(text)) {
+    const cached = checked.get(text);
+    checked.delete(text);
+    checked.set(text, cached);
+    return cached;
+  }
+  let problem: string | undefined;
+  try {
+    scratch.compile(JSON.parse(text) as Record<string, unknown>, 'a client tool').release();
+  } catch (e) {
+    problem = `is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`;
+  }
+  if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value as string);
+  checked.set(text, problem);
+  return problem;
+}
