@@ -13,13 +13,15 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ModelPort } from '../api.js';
 import type { ModelScript } from '../models/script.js';
+import { createScriptedModel } from '../models/scripted.js';
 import type { Registries } from '../registries/types.js';
 import { formatDiff } from '../replay/diff.js';
 import { formatPath } from '../replay/path.js';
 import { checkLimits, checkReasoningTraces } from '../replay/options.js';
-import { replaySession, replayWithScript, type ReplayOptions, type ReplayResult } from '../replay/replay.js';
+import { replaySession, type ReplayOptions, type ReplayResult } from '../replay/replay.js';
 import { createSqliteStore } from '../stores/sqlite.js';
 
 export const REPLAY_USAGE = `Usage: turnstate replay <db> <session> [options]
@@ -85,19 +87,27 @@ function parse(argv: readonly string[]): Parsed | 'help' {
   return { db: positional[0]!, session: positional[1]!, ...opts };
 }
 
-function readScript(file: string): ModelScript {
+/** The model that plays `--script`: every fault of the file (unreadable, not JSON, a rule that cannot work) names it. */
+function scriptModel(file: string): ModelPort {
+  const path = resolve(process.cwd(), file);
   let raw: string;
   try {
-    raw = readFileSync(file, 'utf8');
+    raw = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ReplayUsageError(`cannot read the script ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new ReplayUsageError(`cannot read the script ${path}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  let script: ModelScript;
+  try {
+    script = JSON.parse(raw) as ModelScript;
+    if (!script || !Array.isArray(script.rules)) throw new Error('it needs a "rules" array');
+  } catch (err) {
+    throw new ReplayUsageError(`the script ${path} is not a ModelScript: ${err instanceof Error ? err.message : String(err)}`);
   }
   try {
-    const script = JSON.parse(raw) as ModelScript;
-    if (!script || !Array.isArray(script.rules)) throw new Error('it needs a "rules" array');
-    return script;
+    return createScriptedModel(script, { name: 'replay-script' });
   } catch (err) {
-    throw new ReplayUsageError(`the script ${file} is not a ModelScript: ${err instanceof Error ? err.message : String(err)}`);
+    // A rule that cannot work (a bad regex, no blocks), as `turnstate serve --script` names it.
+    throw new ReplayUsageError(`--script ${path}: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
@@ -147,12 +157,30 @@ async function setupUrl(spec: string): Promise<string> {
   }
 }
 
+/**
+ * The setup module's function. Every fault of the module names its file: one that does not load
+ * (a syntax error, a throw at import), exports no function, or whose setup(registries) throws (a
+ * registration the registries refuse).
+ */
 async function loadSetup(spec: string): Promise<NonNullable<ReplayOptions['setup']>> {
   const url = await setupUrl(spec);
-  const mod = (await import(url)) as { setup?: unknown; default?: unknown };
+  const file = url.startsWith('file:') ? fileURLToPath(url) : url;
+  const why = (e: unknown) => (e instanceof Error ? e.message.split('\n')[0] : String(e));
+  let mod: { setup?: unknown; default?: unknown };
+  try {
+    mod = (await import(url)) as { setup?: unknown; default?: unknown };
+  } catch (e) {
+    throw new ReplayUsageError(`--setup ${file}: the module does not load (${why(e)})`);
+  }
   const fn = mod.setup ?? mod.default;
-  if (typeof fn !== 'function') throw new ReplayUsageError(`the setup module ${spec} exports neither setup(registries) nor a default function`);
-  return fn as (r: Registries) => void | Promise<void>;
+  if (typeof fn !== 'function') throw new ReplayUsageError(`--setup ${file}: the module exports neither setup(registries) nor a default function`);
+  return async (r: Registries) => {
+    try {
+      await (fn as (r: Registries) => void | Promise<void>)(r);
+    } catch (e) {
+      throw new ReplayUsageError(`--setup ${file}: setup(registries) failed: ${why(e)}`);
+    }
+  };
 }
 
 /** Runs the command; resolves with the exit code. */
@@ -196,10 +224,12 @@ export async function runReplayCommand(argv: string[], out: (s: string) => void 
     return 2;
   }
   try {
-    const options: ReplayOptions = { ...runtime, ...(parsed.setup ? { setup: await loadSetup(parsed.setup) } : {}) };
-    result = parsed.script
-      ? await replayWithScript(store, parsed.session, readScript(parsed.script), options)
-      : await replaySession(store, parsed.session, options);
+    const options: ReplayOptions = {
+      ...runtime,
+      ...(parsed.setup ? { setup: await loadSetup(parsed.setup) } : {}),
+      ...(parsed.script ? { model: scriptModel(parsed.script) } : {}),
+    };
+    result = await replaySession(store, parsed.session, options);
   } catch (e) {
     err(`turnstate replay: ${e instanceof Error ? e.message : String(e)}\n`);
     return 2;

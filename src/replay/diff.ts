@@ -3,7 +3,9 @@
  * steps in order and, in each step, the actor, part types, turn-state changes, tools,
  * approvals, tool outcomes and hand-offs. The first divergence of a turn is reported (later
  * steps of that turn usually differ only because of it); part texts are compared only where
- * the structure is the same. `first` is the earliest divergence of the session.
+ * the structure is the same. `first` is the earliest divergence of the session. A recorded turn
+ * the recording ends in the middle of (`endsMidTurn`) is compared as far as it goes, and then
+ * named as such (`ended`): what the re-run did past the recording's end is no divergence of the model.
  */
 import type { PathStep, SessionPath, TurnPath } from './path.js';
 
@@ -12,6 +14,7 @@ export type DivergenceField =
   | 'input'
   | 'step'
   | 'actor'
+  | 'joined'
   | 'parts'
   | 'states'
   | 'tools'
@@ -19,6 +22,7 @@ export type DivergenceField =
   | 'results'
   | 'handoffs'
   | 'finalizedBy'
+  | 'ended'
   | 'texts';
 
 export interface Divergence {
@@ -40,9 +44,14 @@ export interface PathDiff {
   differences: Divergence[];
 }
 
-const STEP_FIELDS = ['actor', 'parts', 'states', 'tools', 'approvals', 'results', 'handoffs'] as const;
+const STEP_FIELDS = ['actor', 'joined', 'parts', 'states', 'tools', 'approvals', 'results', 'handoffs'] as const;
+
+/** A step's field; `joined` is absent where no message joined. */
+const field = (s: PathStep, f: (typeof STEP_FIELDS)[number]): unknown => (f === 'joined' ? (s.joined ?? []) : s[f]);
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/** `a` is `b` or (a list) the start of it. */
+const startOf = (a: unknown, b: unknown) => (Array.isArray(a) && Array.isArray(b) ? same(a, b.slice(0, a.length)) : same(a, b));
 const show = (v: unknown) => {
   const s = JSON.stringify(v);
   return s === undefined ? 'nothing' : s.length > 160 ? `${s.slice(0, 157)}...` : s;
@@ -61,7 +70,10 @@ function diffTurn(i: number, a: TurnPath, b: TurnPath, out: Divergence[]): void 
     return;
   }
   let structural = false;
-  const n = Math.max(a.steps.length, b.steps.length);
+  // A turn the recording ends in: its steps as far as they go, the last one as far as it got.
+  const cut = a.endsMidTurn === true;
+  const n = cut ? a.steps.length : Math.max(a.steps.length, b.steps.length);
+  const agree = (k: number, x: unknown, y: unknown) => (cut && k === n - 1 ? startOf(x, y) : same(x, y));
   for (let k = 0; k < n && !structural; k++) {
     const sa = a.steps[k];
     const sb = b.steps[k];
@@ -71,19 +83,23 @@ function diffTurn(i: number, a: TurnPath, b: TurnPath, out: Divergence[]): void 
       break;
     }
     for (const f of STEP_FIELDS) {
-      if (!same(sa[f], sb[f])) {
-        push(k, f, sa[f], sb[f], `${f} differ`);
+      if (!agree(k, field(sa, f), field(sb, f))) {
+        push(k, f, field(sa, f), field(sb, f), `${f} differ`);
         structural = true;
         break;
       }
     }
   }
-  if (a.finalizedBy !== b.finalizedBy) push(null, 'finalizedBy', a.finalizedBy, b.finalizedBy, 'the turn settled differently');
+  if (cut) {
+    const went = b.finalizedBy === null ? 'did not settle' : `settled in ${JSON.stringify(b.finalizedBy)}`;
+    const message = `${where(i, a, null)}: the recording ends mid-turn (not settled and waiting for nothing: its process stopped and the session was never recovered, or the turn was still running); the re-run went on from there and ${went}`;
+    if (!structural) out.push({ turn: i, step: null, field: 'ended', expected: null, actual: b.finalizedBy, message });
+  } else if (a.finalizedBy !== b.finalizedBy) push(null, 'finalizedBy', a.finalizedBy, b.finalizedBy, 'the turn settled differently');
   if (structural) return;
   for (let k = 0; k < n; k++) {
     const sa = a.steps[k]!;
     const sb = b.steps[k]!;
-    if (!same(sa.texts, sb.texts)) {
+    if (!agree(k, sa.texts, sb.texts)) {
       push(k, 'texts', sa.texts, sb.texts, 'part content differs');
       return;
     }

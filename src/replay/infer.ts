@@ -5,7 +5,7 @@
  *   and spec 003 compatibility (`compat`) for an actor whose model called respond_to_user or
  *   mark_work_complete where no tool of that name ran (`deliverDrafts` when a respond_to_user
  *   call published a part);
- * - tools: every server tool called, with the scope and routing the log recorded, an open
+ * - tools: every server tool called (or refused as not enabled for its turn), with the scope and routing the log recorded, an open
  *   input schema, and an approval policy that repeats each recorded call's policy verdict
  *   (ask, deny with its reason, or approve);
  * - part types the log used that are not canonical, and its consumer turn states: terminal
@@ -18,8 +18,10 @@
 import type { ActorDefinition, ApprovalVerdict, PartTypeMeta, Registries, ToolDefinition, TurnStateMeta } from '../registries/types.js';
 import { MARK_WORK_COMPLETE_TOOL, RESPOND_TO_USER_TOOL } from '../respond/compat.js';
 import { injectionEntries, type Recording } from './recording.js';
+import { canonicalJson } from './results.js';
+import { notEnabledHow } from './turn-points.js';
 
-const argsKey = (turnId: string, tool: string, args: unknown) => `${turnId}\u0000${tool}\u0000${JSON.stringify(args ?? null)}`;
+const argsKey = (turnId: string, tool: string, args: unknown) => `${turnId}\u0000${tool}\u0000${canonicalJson(args)}`;
 
 export function inferSetup(rec: Recording): (registries: Registries) => void {
   const actors = new Map<string, { tools: Set<string>; handoffs: Set<string>; compat?: { deliverDrafts: boolean } }>();
@@ -118,8 +120,9 @@ export function inferSetup(rec: Recording): (registries: Registries) => void {
       }
       const res = resulted.get(b.id);
       if (!tools.has(b.name)) {
-        // A tool whose only call was denied by its policy never ran (no tool.called): its denial names it.
-        if (!res?.denial) continue;
+        // A tool whose only call was denied by its policy, or refused as not enabled for the turn,
+        // never ran (no tool.called): its denial, or the runtime's refusal, names it.
+        if (!res?.denial && !(res?.isError && notEnabledHow(b.name, res.view))) continue;
         actor(m.actor).tools.add(b.name);
         tools.set(b.name, { scope: 'generalist', routing: 'routed' });
       }

@@ -7,9 +7,10 @@
  */
 import type { RuntimeLimits } from '../api.js';
 import { REASONING_TRACES, type ReasoningTraces } from '../envelope/reasoning.js';
+import { runtimeLimits } from '../host/input-checks.js';
 import { DEFAULT_LIMITS } from '../limits.js';
 import type { SessionPath } from './path.js';
-import { ReplayError, type Recording } from './recording.js';
+import { ReplayError, type MidTurnEnd, type Recording } from './recording.js';
 
 /** The reasoningTraces mode a replay ran with, and where it came from. */
 export interface ReplayReasoningTraces {
@@ -39,17 +40,18 @@ export function checkReasoningTraces(mode: unknown): ReasoningTraces {
   return mode as ReasoningTraces;
 }
 
-/** Checks runtime limits (names and whole numbers); throws a ReplayError naming the first bad one. */
+/**
+ * Checks runtime limits as the runtime does (its names, minimums and maximums: runtimeLimits), so
+ * a limit the replay accepts never fails the re-run; throws a ReplayError naming the first bad one.
+ */
 export function checkLimits(limits: unknown): Partial<RuntimeLimits> {
   if (limits === null || typeof limits !== 'object' || Array.isArray(limits)) {
     throw new ReplayError('replay.options', `limits must be an object of runtime limits (${Object.keys(DEFAULT_LIMITS).join(', ')}), not ${JSON.stringify(limits)}`);
   }
-  for (const [name, value] of Object.entries(limits)) {
-    if (!(name in DEFAULT_LIMITS)) throw new ReplayError('replay.options', `limits.${name} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
-    const min = name === 'maxQueuedMessages' ? 1 : 0;
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min) {
-      throw new ReplayError('replay.options', `limits.${name} must be a whole number of at least ${min}, not ${JSON.stringify(value)}`);
-    }
+  try {
+    runtimeLimits(limits);
+  } catch (e) {
+    throw new ReplayError('replay.options', e instanceof Error ? e.message : String(e));
   }
   return limits as Partial<RuntimeLimits>;
 }
@@ -101,9 +103,17 @@ export function withholdThinking(rec: Recording, path: SessionPath): SessionPath
   };
 }
 
-/** Notes on what the replay could not know: turns that ran out of a budget when no limits were given. */
-export function replayNotes(rec: Recording, reasoning: ReplayReasoningTraces, limitsGiven: boolean): string[] {
+/**
+ * Notes on what the replay could not know: an inferred reasoningTraces mode, turns that ran out of
+ * a budget when no limits were given, a recording that ends mid-turn.
+ */
+export function replayNotes(rec: Recording, reasoning: ReplayReasoningTraces, limitsGiven: boolean, cut?: MidTurnEnd): string[] {
   const notes: string[] = [];
+  if (cut) {
+    notes.push(
+      `turn ${cut.index} (${cut.turnId}): the recording ends mid-turn, in "${cut.state}" (not settled and waiting for nothing: its process stopped and the session was never recovered, or the turn was still running when it was read); the re-run went on from there, where the recording holds no further tool result or model output`,
+    );
+  }
   if (reasoning.source === 'recording') {
     const why = { keep: 'its reasoning-trace parts hold the thinking', redact: 'its reasoning-trace parts are redacted', drop: 'its model responses hold thinking but it has no reasoning-trace part' }[reasoning.mode];
     notes.push(`reasoningTraces "${reasoning.mode}" was inferred from the recording (${why}); give the recorded mode with the reasoningTraces option (--reasoning-traces) if it differs`);

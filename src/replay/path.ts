@@ -2,7 +2,8 @@
  * The path of a session: per turn, per model call ("step"), which turn states it went
  * through, which part types it produced, which tools it called and how they ended. Ids,
  * timestamps, usage and streaming deltas are left out, so two runs of the same conversation
- * have equal paths even when their ids and chunking differ.
+ * have equal paths even when their ids and chunking differ; so is timing: a step's tool
+ * outcomes are in the order its calls were made, whatever order they finished in.
  *
  * Events are attributed to the model call that caused them through the call ids of the
  * mailbox's `assistant` entries (one per completed model call): a respond() part or a tool
@@ -25,12 +26,17 @@ export interface PathStep {
   tools: string[];
   /** `<tool>:requested`, `<tool>:approved`, `<tool>:denied`. */
   approvals: string[];
-  /** Tool outcomes: `<tool>:ok` or `<tool>:error`. */
+  /**
+   * Tool outcomes, `<tool>:ok` or `<tool>:error`, in the order the calls were made (not the order
+   * they finished: parallel calls finish as their timing has it, and a replay serves at once).
+   */
   results: string[];
   /** Hand-offs, `from->to`. */
   handoffs: string[];
   /** Each part's text, or its data as JSON (compared after the structure). */
   texts: string[];
+  /** Messages that joined the running turn (double-texting `interrupt`) as this step's model call took them in. */
+  joined?: string[];
 }
 
 export interface TurnPath {
@@ -44,6 +50,11 @@ export interface TurnPath {
   /** The state the turn settled in, or null when it has not settled (e.g. still suspended). */
   finalizedBy: string | null;
   stop?: string;
+  /**
+   * Set (by replay) on a recorded turn the recording ends in the middle of: not settled and
+   * waiting for nothing (its process stopped and it was never recovered, or it was still running).
+   */
+  endsMidTurn?: true;
 }
 
 export interface SessionPath {
@@ -69,14 +80,22 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
 
   // The model calls of each turn, in order, and which call each tool_use id belongs to.
   const callsOf = new Map<string, { calls: Map<string, number>; actors: string[] }>();
+  /** Each tool_use id's place in the order the calls were made. */
+  const made = new Map<string, number>();
   for (const m of mailbox) {
     if (m.kind !== 'assistant') continue;
     let c = callsOf.get(m.turnId);
     if (!c) callsOf.set(m.turnId, (c = { calls: new Map(), actors: [] }));
     const k = c.actors.length;
     c.actors.push(m.actor);
-    for (const b of m.content) if (b.type === 'tool_use') c.calls.set(b.id, k);
+    for (const b of m.content) {
+      if (b.type !== 'tool_use') continue;
+      c.calls.set(b.id, k);
+      made.set(b.id, made.size);
+    }
   }
+  /** Each step's outcomes with the place of their call, put in call order at the end. */
+  const outcomes = new Map<PathStep, { place: number; result: string }[]>();
 
   for (const e of events) {
     let st = byTurn.get(e.turnId);
@@ -98,8 +117,14 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
     };
     const byCall = (callId: string) => s.calls.get(callId) ?? s.cur;
     switch (e.type) {
+      case 'message.joined': {
+        // The turn's next model call takes it in (the event is written as that call is built).
+        const steps = s.turn.steps;
+        while (steps.length <= s.usage) steps.push(emptyStep(s.callActors[steps.length] ?? null));
+        (steps[s.usage]!.joined ??= []).push(e.input.text);
+        break;
+      }
       case 'turn.started':
-      case 'message.joined':
       case 'turnTools.changed':
       case 'part.delta':
       case 'part.retracted':
@@ -124,9 +149,13 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
         toolNames.set(e.callId, e.tool);
         at(byCall(e.callId)).tools.push(e.side === 'client' ? `client:${e.tool}` : e.tool);
         break;
-      case 'tool.result':
-        at(byCall(e.callId)).results.push(`${e.tool}:${e.isError ? 'error' : 'ok'}`);
+      case 'tool.result': {
+        const step = at(byCall(e.callId));
+        let list = outcomes.get(step);
+        if (!list) outcomes.set(step, (list = []));
+        list.push({ place: made.get(e.callId) ?? Infinity, result: `${e.tool}:${e.isError ? 'error' : 'ok'}` });
         break;
+      }
       case 'approval.requested':
         at(byCall(e.callId)).approvals.push(`${e.tool}:requested`);
         break;
@@ -143,6 +172,8 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
         break;
     }
   }
+  // A stable sort: outcomes of calls the mailbox does not name keep the order they came in.
+  for (const [step, list] of outcomes) step.results = list.sort((a, b) => (a.place === b.place ? 0 : a.place < b.place ? -1 : 1)).map((o) => o.result);
   return { sessionId, turns };
 }
 
@@ -152,9 +183,12 @@ const list = (xs: readonly string[]) => `[${xs.join(', ')}]`;
 export function formatPath(path: SessionPath): string {
   const lines: string[] = [`session ${path.sessionId}: ${path.turns.length} turn(s)`];
   for (const t of path.turns) {
-    lines.push(`turn ${t.index} ${t.turnId} ${JSON.stringify(t.input)} (${t.actor}) -> ${t.finalizedBy ?? 'not settled'}${t.stop ? ` [${t.stop}]` : ''}`);
+    const end = t.finalizedBy ?? (t.endsMidTurn ? 'not settled (the recording ends mid-turn)' : 'not settled');
+    lines.push(`turn ${t.index} ${t.turnId} ${JSON.stringify(t.input)} (${t.actor}) -> ${end}${t.stop ? ` [${t.stop}]` : ''}`);
     t.steps.forEach((s, k) => {
-      const bits = [`  step ${k} ${s.actor ?? '(no model call)'}:`, `parts ${list(s.parts)}`, `states ${list(s.states)}`];
+      const bits = [`  step ${k} ${s.actor ?? '(no model call)'}:`];
+      if (s.joined?.length) bits.push(`joined ${list(s.joined.map((x) => JSON.stringify(x)))}`);
+      bits.push(`parts ${list(s.parts)}`, `states ${list(s.states)}`);
       if (s.tools.length) bits.push(`tools ${list(s.tools)}`);
       if (s.approvals.length) bits.push(`approvals ${list(s.approvals)}`);
       if (s.results.length) bits.push(`results ${list(s.results)}`);

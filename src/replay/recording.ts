@@ -34,6 +34,41 @@ export function injectionEntries(rec: Recording, turnId: string): Extract<Mailbo
   return out;
 }
 
+/** The turn a recording ends in the middle of, with the state it was in (see endedMidTurn). */
+export interface MidTurnEnd {
+  index: number;
+  turnId: string;
+  state: string;
+}
+
+/**
+ * The recording's last turn when it ends in the middle of it: not settled, and not resting in a
+ * state that holds the actor (waiting for an approval, a client result or an injection). Its
+ * process stopped and the session was never recovered, or the turn was still running when the
+ * recording was read. `turnStates` says which states hold (the re-run's registrations).
+ */
+export function endedMidTurn(rec: Recording, turnStates: { get(id: string): { meta: { holdsActor: boolean } } | undefined }): MidTurnEnd | undefined {
+  let index = -1;
+  let turnId: string | undefined;
+  let state: string | undefined;
+  let settled = false;
+  for (const e of rec.events) {
+    if (e.type === 'turn.started' && e.turnId !== turnId) {
+      index++;
+      turnId = e.turnId;
+      state = undefined;
+      settled = false;
+    } else if (e.turnId === turnId) {
+      if (e.type === 'turn.settled') settled = true;
+      else if (e.type === 'turnState.changed') state = e.to;
+    }
+  }
+  if (turnId === undefined || settled) return undefined;
+  // A turn that never changed state is in its first one, which holds nothing.
+  if (state !== undefined && turnStates.get(state)?.meta.holdsActor === true) return undefined;
+  return { index, turnId, state: state ?? 'awaiting' };
+}
+
 /** Everything the store holds about one session. */
 export async function readRecording(store: SessionStore, sessionId: string): Promise<Recording> {
   const record = await store.getSession(sessionId);

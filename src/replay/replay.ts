@@ -1,7 +1,9 @@
 /**
  * Replay: re-run a recorded session in a fresh runtime on a memory store, feeding it the
- * recorded user inputs, model outputs, tool results, approval decisions and client-tool
- * results, then compare the two paths.
+ * recorded user inputs, model outputs, tool results (results.ts), approval decisions and
+ * client-tool results in the recorded order (drive.ts), and the tool settings and joined
+ * messages that reached a turn while it ran, at their points (turn-points.ts); then compare the
+ * two paths.
  *
  * - `replaySession` plays the recorded model outputs back (no model is called) and serves
  *   every tool call its recorded result (no handler is called): the same registrations must
@@ -13,24 +15,26 @@
  * Ids are reproduced (turn and approval ids come out in the recorded order), so the two
  * sessions can be read side by side.
  */
-import type { RuntimeLimits } from '../api.js';
+import type { ModelPort, RuntimeLimits, SessionStore } from '../api.js';
 import type { ReasoningTraces } from '../envelope/reasoning.js';
 import { createIdSource } from '../host/clock.js';
-import type { ModelPort, SessionHandle, SessionStore } from '../api.js';
 import { createScriptedModel } from '../models/scripted.js';
 import type { ModelScript } from '../models/script.js';
 import { createRegistries } from '../create-registries.js';
-import type { Registries, ToolContext, ToolDefinition, ToolRegistryApi } from '../registries/types.js';
+import type { Registries, ToolContext } from '../registries/types.js';
 import { createRuntime } from '../runtime.js';
 import { createMemoryStore } from '../stores/memory.js';
-import type { ApprovalRecord, ClientTool, Envelope, ExecutionRecord, MailboxEntry, SessionEvent } from '../types.js';
+import type { MailboxEntry, SessionEvent } from '../types.js';
 import { diffSessions, type PathDiff } from './diff.js';
+import { drive, pointedModel } from './drive.js';
 import { inferSetup } from './infer.js';
 import { recordedArtifacts } from './artifacts.js';
 import { registerRecordedSurfaces } from './surfaces.js';
 import { extractPath, type SessionPath } from './path.js';
-import { createRecordedModel, injectionEntries, readRecording, type Recording } from './recording.js';
+import { createRecordedModel, endedMidTurn, readRecording, type Recording } from './recording.js';
+import { recordedResults, replayRegistries, type UnmatchedCall } from './results.js';
 import { checkLimits, checkReasoningTraces, reasoningTracesFor, replayNotes, withholdThinking, type ReplayReasoningTraces } from './options.js';
+import { turnPoints } from './turn-points.js';
 
 export interface ReplayOptions {
   /**
@@ -71,7 +75,7 @@ export interface ReplayResult {
   /** Tool calls served a recorded result. */
   servedResults: number;
   /** Tool calls of the re-run with no recorded result (each got an error result). */
-  unmatchedCalls: { turnId: string; tool: string; callId: string }[];
+  unmatchedCalls: UnmatchedCall[];
   /** Set when the re-run stopped before the recording's last turn, and why. */
   stoppedEarly?: string;
   /** The reasoningTraces mode of the re-run, and whether it was given or inferred. */
@@ -84,83 +88,6 @@ export interface ReplayResult {
   /** The re-run's event log and mailbox (the session has the recorded id). */
   events: SessionEvent[];
   mailbox: MailboxEntry[];
-}
-
-const TOOL_FAILED = /^tool "[^"]*" failed: /;
-
-/** A tool result served from the recording: the router turns the message into the same error result. */
-class RecordedToolError extends Error {}
-
-interface ToolResultSource {
-  serve(tool: string, args: unknown, ctx: ToolContext): unknown;
-  served: number;
-  unmatched: { turnId: string; tool: string; callId: string }[];
-}
-
-function recordedResults(rec: Recording, match: 'callId' | 'content'): ToolResultSource {
-  const byCall = new Map<string, ExecutionRecord>();
-  // A retried call logs one record per attempt; its last one is what the call returned.
-  for (const x of rec.executions) byCall.set(x.callId, x);
-  const finals = new Set(byCall.values());
-  const mailboxResults = new Map<string, Extract<MailboxEntry, { kind: 'tool_result' }>>();
-  for (const m of rec.mailbox) if (m.kind === 'tool_result') mailboxResults.set(m.callId, m);
-  const used = new Set<ExecutionRecord>();
-  const src: ToolResultSource = {
-    served: 0,
-    unmatched: [],
-    serve(tool, args, ctx) {
-      let x: ExecutionRecord | undefined;
-      if (match === 'callId') x = byCall.get(ctx.callId);
-      else {
-        const argJson = JSON.stringify(args ?? null);
-        const open = rec.executions.filter((e) => e.turnId === ctx.turnId && e.tool === tool && finals.has(e) && !used.has(e));
-        x = open.find((e) => JSON.stringify(e.args ?? null) === argJson) ?? open[0];
-      }
-      if (x) {
-        used.add(x);
-        src.served++;
-        const shown = match === 'callId' ? mailboxResults.get(ctx.callId) : undefined;
-        if (x.isError) {
-          let message = shown?.content;
-          if (message === undefined) {
-            try {
-              message = String((JSON.parse(x.result) as { error?: unknown }).error ?? x.result);
-            } catch {
-              message = x.result;
-            }
-          }
-          throw new RecordedToolError(message.replace(TOOL_FAILED, ''));
-        }
-        if (x.resultTruncated) return shown?.content ?? x.result;
-        return JSON.parse(x.result) as unknown;
-      }
-      // A call that ran but never logged its execution (its outcome was reported unknown after a restart).
-      const shown = match === 'callId' ? mailboxResults.get(ctx.callId) : undefined;
-      if (shown) {
-        src.served++;
-        if (shown.isError) throw new RecordedToolError(shown.content.replace(TOOL_FAILED, ''));
-        return shown.content;
-      }
-      src.unmatched.push({ turnId: ctx.turnId, tool, callId: ctx.callId });
-      throw new Error(`replay: the recording holds no result for this call of ${tool} in turn ${ctx.turnId}`);
-    },
-  };
-  return src;
-}
-
-/** The registries as `setup` sees them: every tool registered gets the recorded-result handler. */
-function replayRegistries(registries: Registries, results: ToolResultSource): Registries {
-  const tools = new Proxy(registries.tools, {
-    get(target, prop) {
-      if (prop === 'register') {
-        return (def: ToolDefinition) =>
-          target.register({ ...def, handler: (args: unknown, ctx: ToolContext) => results.serve(def.name, args, ctx) } as ToolDefinition);
-      }
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  }) as ToolRegistryApi;
-  return { ...registries, tools };
 }
 
 /** Turn and approval ids in the order the recording created them; fresh ids after that. */
@@ -188,13 +115,19 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
   const match = options.match ?? (options.model ? 'content' : 'callId');
   const recordedModel = options.model ? undefined : createRecordedModel(rec);
   const results = recordedResults(rec, match);
+  const points = turnPoints(rec);
+  // Each served result is final; the tool settings changed while its recorded call ran are applied first.
+  const handler = (def: { name: string }) => (args: unknown, ctx: ToolContext) => {
+    const before = points.beforeResult(ctx.turnId, results.recordedCall(def.name, args, ctx));
+    return before === undefined ? results.serve(def.name, args, ctx) : before.then(() => results.serve(def.name, args, ctx));
+  };
   const registries = createRegistries();
   const setup = options.setup ?? inferSetup(rec);
-  await setup(replayRegistries(registries, results));
+  await setup(replayRegistries(registries, handler));
   registerRecordedSurfaces(registries.surfaceTemplates, rec);
   const replayStore = createMemoryStore();
   const rt = createRuntime({
-    model: options.model ?? recordedModel!,
+    model: pointedModel(options.model ?? recordedModel!, points),
     store: replayStore,
     artifacts: recordedArtifacts(rec),
     registries,
@@ -206,13 +139,15 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
   let events: SessionEvent[];
   let mailbox: MailboxEntry[];
   try {
-    stoppedEarly = await drive(rt, rec, match);
+    stoppedEarly = await drive(rt, registries, rec, match, points);
   } finally {
     events = replayStore.readEvents(sessionId, 0);
     mailbox = replayStore.readMailbox(sessionId);
     await rt.close();
   }
   const recorded = extractPath(sessionId, rec.events, rec.mailbox);
+  const cut = endedMidTurn(rec, registries.turnStates);
+  if (cut) recorded.turns[cut.index]!.endsMidTurn = true;
   // Thinking the recording withheld stays withheld, whatever mode the re-run used.
   const replayed = withholdThinking(rec, extractPath(sessionId, events, mailbox));
   const result: ReplayResult = {
@@ -224,7 +159,7 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
     servedResults: results.served,
     unmatchedCalls: results.unmatched,
     reasoningTraces,
-    notes: replayNotes(rec, reasoningTraces, limits !== undefined),
+    notes: [...replayNotes(rec, reasoningTraces, limits !== undefined, cut), ...points.notes()],
     events,
     mailbox,
   };
@@ -240,157 +175,4 @@ export async function replayWithScript(
   options: Omit<ReplayOptions, 'model'> = {},
 ): Promise<ReplayResult> {
   return replaySession(store, sessionId, { ...options, model: createScriptedModel(script, { name: 'replay-script' }) });
-}
-
-type ReplayRuntime = ReturnType<typeof createRuntime>;
-
-/** Feed the recorded turns to the re-run; returns why it stopped early, if it did. */
-async function drive(rt: ReplayRuntime, rec: Recording, match: 'callId' | 'content'): Promise<string | undefined> {
-  const s = await rt.createSession({
-    id: rec.record.id,
-    actor: rec.record.actor,
-    doubleTexting: 'queue',
-    ...(rec.record.tenantId !== undefined ? { tenantId: rec.record.tenantId } : {}),
-    ...(rec.record.metadata ? { metadata: rec.record.metadata } : {}),
-  });
-  const starts = rec.events.filter((e): e is Extract<SessionEvent, { type: 'turn.started' }> => e.type === 'turn.started');
-  const usedApprovals = new Set<ApprovalRecord>();
-  const usedClient = new Set<string>();
-  const usedInjections = new Set<MailboxEntry>();
-  const clientCalls = new Map<string, SessionEvent[]>();
-  for (const e of rec.events) {
-    if (e.type !== 'tool.called' || e.side !== 'client') continue;
-    const list = clientCalls.get(e.turnId);
-    if (list) list.push(e);
-    else clientCalls.set(e.turnId, [e]);
-  }
-  for (let i = 0; i < starts.length; i++) {
-    const start = starts[i]!;
-    const clientTools: ClientTool[] = [];
-    for (const e of clientCalls.get(start.turnId) ?? []) {
-      if (e.type === 'tool.called' && e.side === 'client' && !clientTools.some((c) => c.name === e.tool)) {
-        clientTools.push({ name: e.tool, description: `${e.tool} (client-side, replayed)`, parameters: { type: 'object' } });
-      }
-    }
-    const standing = [...new Set(rec.approvals.filter((a) => a.turnId === start.turnId && a.policyResult.source === 'standing').map((a) => a.tool))];
-    const ref = await s.send(start.input, {
-      ...(start.input.principal ? { principal: start.input.principal } : {}),
-      ...(clientTools.length ? { clientTools } : {}),
-      ...(standing.length ? { standingApprovals: standing } : {}),
-    });
-    await ref.settled;
-    for (;;) {
-      // The session says whether the turn waits, and for what; a turn that ended is done.
-      const snap = await s.snapshot();
-      if (snap.held === undefined || snap.turnId !== ref.turnId) break;
-      const turnId = ref.turnId;
-      const answers: (() => Promise<unknown>)[] = [];
-      for (const p of snap.pendingApprovals) {
-        const recorded = findApproval(rec, p, start.turnId, match, usedApprovals);
-        if (!recorded?.resolution) continue;
-        usedApprovals.add(recorded);
-        const r = recorded.resolution;
-        answers.push(() => s.answerApproval(p.approvalId, { approved: r.decision === 'approved', ...(r.reason ? { reason: r.reason } : {}) }, r.by, r.via));
-      }
-      for (const c of snap.pendingClientCalls) {
-        const recorded = findClientResult(rec, c, start.turnId, match, usedClient);
-        if (!recorded) continue;
-        usedClient.add(recorded.callId);
-        answers.push(() => s.inject({ kind: 'client-tool-result', callId: c.callId, content: recorded.content, isError: recorded.isError }));
-      }
-      let waiting = snap.pendingApprovals.length + snap.pendingClientCalls.length;
-      let injection: string | undefined;
-      // A held state that resumes on a named injection (a peer's envelope, a consumer state):
-      // the injection is in the mailbox as `[<resumeOn>] <json>`.
-      const resumeOn = snap.held.resumeOn;
-      if (waiting === 0 && resumeOn !== 'approval-response') {
-        waiting = 1;
-        injection = resumeOn;
-        const injected = findInjection(rec, start.turnId, resumeOn, usedInjections);
-        if (injected) {
-          usedInjections.add(injected.entry);
-          answers.push(() =>
-            s.inject(resumeOn === 'peer-envelope' ? { kind: 'peer-envelope', envelope: injected.payload as Envelope } : { kind: 'resume', resumeOn, payload: injected.payload }),
-          );
-        }
-      }
-      if (waiting === 0 || answers.length < waiting) {
-        // The recording itself ends here, waiting: the re-run is faithful.
-        if (i === starts.length - 1 && !rec.events.some((e) => e.type === 'turn.settled' && e.turnId === start.turnId)) return undefined;
-        const missing =
-          injection !== undefined ? `no "${injection}" injection to resume it`
-          : waiting ? `no answer for ${waiting - answers.length} of its ${waiting} pending call(s)` : 'no answer for it';
-        return `turn ${i} (${turnId}) stopped in "${snap.state}" and the recording holds ${missing}`;
-      }
-      const stopped = nextStop(s, turnId, snap.lastSeq);
-      for (const a of answers) {
-        const r = (await a()) as { ok?: boolean; code?: string; message?: string } | undefined;
-        if (r && r.ok === false) return `turn ${i} (${turnId}): the recorded answer was refused (${r.code}: ${r.message})`;
-      }
-      await stopped;
-    }
-  }
-  await s.idle();
-  return undefined;
-}
-
-function findApproval(rec: Recording, pending: ApprovalRecord, turnId: string, match: 'callId' | 'content', used: Set<ApprovalRecord>): ApprovalRecord | undefined {
-  if (match === 'callId') return rec.approvals.find((a) => a.callId === pending.callId && !used.has(a));
-  const open = rec.approvals.filter((a) => a.turnId === turnId && a.tool === pending.tool && !used.has(a) && a.resolution);
-  const argJson = JSON.stringify(pending.args ?? null);
-  return open.find((a) => JSON.stringify(a.args ?? null) === argJson) ?? open[0];
-}
-
-function findInjection(rec: Recording, turnId: string, resumeOn: string, used: Set<MailboxEntry>): { entry: MailboxEntry; payload: unknown } | undefined {
-  const prefix = `[${resumeOn}] `;
-  for (const m of injectionEntries(rec, turnId)) {
-    if (used.has(m) || !m.text.startsWith(prefix)) continue;
-    try {
-      return { entry: m, payload: JSON.parse(m.text.slice(prefix.length)) as unknown };
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
-}
-
-function findClientResult(
-  rec: Recording,
-  pending: { callId: string; tool: string },
-  turnId: string,
-  match: 'callId' | 'content',
-  used: Set<string>,
-): Extract<MailboxEntry, { kind: 'tool_result' }> | undefined {
-  for (const m of rec.mailbox) {
-    if (m.kind !== 'tool_result' || used.has(m.callId)) continue;
-    if (match === 'callId' ? m.callId === pending.callId : m.turnId === turnId && m.tool === pending.tool) return m;
-  }
-  return undefined;
-}
-
-/** Resolves when the turn next stops: settled, or held again (as the session's snapshot says). */
-function nextStop(s: Pick<SessionHandle, 'events' | 'snapshot'>, turnId: string, afterSeq: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      resolve();
-      queueMicrotask(() => sub.unsubscribe());
-    };
-    const sub = s.events(afterSeq).subscribe({
-      next: (e) => {
-        if (done || e.turnId !== turnId) return;
-        if (e.type === 'turn.settled') finish();
-        else if (e.type === 'turnState.changed') {
-          // Nothing but this driver answers the turn, so a turn seen held stays held until it does.
-          s.snapshot().then((snap) => {
-            if (snap.turnId === turnId && snap.held !== undefined) finish();
-          }, reject);
-        }
-      },
-      error: reject,
-    });
-    if (done) sub.unsubscribe();
-  });
 }

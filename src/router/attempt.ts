@@ -202,14 +202,31 @@ function violationText(v: { path: string; message: string }): string {
 }
 
 /**
+ * Thrown by a handler whose message is the call's whole error text, as the model is to read it
+ * (no `tool "<name>" failed: ` before it). Replay serves a recorded failure with one, so the
+ * re-run's model reads exactly what the recorded one did.
+ */
+export class ToolErrorText extends Error {}
+
+/**
  * What a handler's throw or rejection means: cancelled, or failed. Cancelled is the router's own
  * stop (the cancel signal raced, `Cancelled`), or a handler that honoured its aborted signal: it
  * threw the signal's reason (or an error caused by it), an `AbortError` or a `TimeoutError`. A
  * handler that ignored its signal and failed for a reason of its own failed (its message counts).
  */
 export function failure(tool: RegisteredTool, e: unknown, stop: AbortSignal | undefined): [string, ExecutionOutcome] {
+  if (isToolErrorText(e)) return [e.message, 'error'];
   if (isCancellation(e, stop)) return [`tool "${tool.name}" was cancelled`, 'cancelled'];
   return [`tool "${tool.name}" failed: ${errorMessage(e)}`, 'error'];
+}
+
+/** Never throws: a thrown object that cannot be inspected (a revoked Proxy) is none. */
+function isToolErrorText(e: unknown): e is ToolErrorText {
+  try {
+    return e instanceof ToolErrorText;
+  } catch {
+    return false;
+  }
 }
 
 /** The router's own stop, or a rejection that answers the aborted signal: its reason, an error caused by it, an AbortError or a TimeoutError. */

@@ -145,7 +145,7 @@ describe('turnstate replay: runtime options and paths', () => {
     await bad(['--limits', 'maxModelCallsPerTurn=3'], /--limits must be a JSON object of runtime limits, such as '\{"maxModelCallsPerTurn": 3\}' \(Unexpected token/);
     await bad(['--limits', '[3]'], /limits must be an object of runtime limits/);
     await bad(['--limits', '{"maxCalls": 3}'], /limits\.maxCalls is not a runtime limit \(limits: maxModelCallsPerTurn, /);
-    await bad(['--limits', '{"maxModelCallsPerTurn": 2.5}'], /limits\.maxModelCallsPerTurn must be a whole number of at least 0, not 2\.5/);
+    await bad(['--limits', '{"maxModelCallsPerTurn": 2.5}'], /--limits: limits\.maxModelCallsPerTurn must be an integer of at least 1, got 2\.5/);
   });
 
   it('replay:cli:paths — a directory is named as one (with its turnstate.db when it holds one); a relative --setup is read from the working directory, and a missing one is named by its absolute path', async () => {

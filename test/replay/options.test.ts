@@ -66,8 +66,8 @@ describe('replay with the runtime options of the recording', () => {
     await expect(replaySession(store, 'b1', { reasoningTraces: 'hide' as never })).rejects.toThrow(ReplayError);
     await expect(replaySession(store, 'b1', { reasoningTraces: 'hide' as never })).rejects.toThrow(/reasoningTraces must be "keep", "redact" or "drop", not "hide"/);
     await expect(replaySession(store, 'b1', { limits: { maxCalls: 3 } as never })).rejects.toThrow(/limits\.maxCalls is not a runtime limit \(limits: maxModelCallsPerTurn, /);
-    await expect(replaySession(store, 'b1', { limits: { maxModelCallsPerTurn: -1 } })).rejects.toThrow(/limits\.maxModelCallsPerTurn must be a whole number of at least 0, not -1/);
-    await expect(replaySession(store, 'b1', { limits: { maxModelCallsPerTurn: '3' as never } })).rejects.toThrow(/limits\.maxModelCallsPerTurn must be a whole number of at least 0, not "3"/);
+    await expect(replaySession(store, 'b1', { limits: { maxModelCallsPerTurn: -1 } })).rejects.toThrow(/limits\.maxModelCallsPerTurn must be an integer of at least 1, got -1/);
+    await expect(replaySession(store, 'b1', { limits: { maxModelCallsPerTurn: '3' as never } })).rejects.toThrow(/limits\.maxModelCallsPerTurn must be an integer of at least 1, got "3"/);
     store.close();
   });
 });

@@ -148,8 +148,8 @@ describe('replay reproduces recorded sessions', () => {
     await second.until((l) => l.kind === 'idle');
     await second.exited;
     const store = createSqliteStore({ path: db });
-    // The unknown outcome replays as a failed call: same path; its message gains the router's `tool "charge" failed:` prefix.
-    const r = await expectExactReplay(store, 'rec', undefined, false);
+    // The unknown outcome replays as a failed call: same path, and the model reads the recorded text as it was.
+    const r = await expectExactReplay(store, 'rec');
     expect(r.recorded.turns[0]!.steps[0]!.results).toEqual(['charge:error']);
     const replayedResult = r.mailbox.find((m) => m.kind === 'tool_result' && m.tool === 'charge');
     expect(replayedResult).toMatchObject({ isError: true, content: expect.stringMatching(/The outcome of charge is unknown/) });
