@@ -3,6 +3,7 @@
  * Transports never reach into machine internals; they call these methods and project
  * `events()` onto their wire format.
  */
+import type { Readable } from 'node:stream';
 import type { Observable } from 'rxjs';
 import type {
   AgentCard,
@@ -377,18 +378,40 @@ export interface ArtifactPut {
 }
 
 /**
+ * An artifact's bytes ready to send: its record and either the one buffer a store holds (the
+ * stored buffer itself, not a copy: read it, never change it) or a stream of the file, which the
+ * caller must consume or destroy.
+ */
+export interface ArtifactBody {
+  record: ArtifactRecord;
+  data: Uint8Array | Readable;
+}
+
+/**
  * Binary assets that `artifact` parts refer to. Implementations: memory (tests, embedding) and
  * the file system under the data directory (`turnstate serve`); one contract suite for both.
  *
  * Contract: `put` validates (mime type `type/subtype`, size within the store's limit) and
  * resolves once the bytes are durable; the record is visible to `head` only after that. An
- * artifact is immutable. `head` is synchronous because it runs inside respond() checking; it
- * reads metadata only, never the bytes. An id of the wrong form is simply unknown.
+ * artifact is immutable and belongs to the session that put it. `head` is synchronous because it
+ * runs inside respond() checking; it reads metadata only, never the bytes. An id of the wrong
+ * form is simply unknown.
+ *
+ * Optional, each: `open` hands the bytes without a copy (a server streams them; without it, it
+ * sends what `read` returns); `delete` removes one artifact and `deleteSession` every artifact of
+ * a session (the runtime calls it when it deletes the session). A store without `deleteSession`
+ * keeps the bytes of a deleted session, but nothing serves them or lets a part name them.
  */
 export interface ArtifactStore {
   readonly kind: string;
   put(input: ArtifactPut): Promise<ArtifactRecord>;
   head(artifactId: string): ArtifactRecord | undefined;
   read(artifactId: string): Promise<Uint8Array | undefined>;
+  /** The record and the bytes to send (a stream for the file store), or undefined when unknown. */
+  open?(artifactId: string): Promise<ArtifactBody | undefined>;
+  /** Removes one artifact (record and bytes); resolves false when there was none. */
+  delete?(artifactId: string): Promise<boolean>;
+  /** Removes every artifact of `sessionId`; resolves with how many there were. Waits for the session's puts in flight. */
+  deleteSession?(sessionId: string): Promise<number>;
   close?(): MaybePromise<void>;
 }

@@ -126,7 +126,7 @@ export { createActorMachine } from './machines/actor.machine.js';
 export { deriveHistory } from './machines/mailbox.js';
 
 // Ports (what an embedder plugs in) and the records a store keeps.
-export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader, ArtifactStore, ArtifactRecord, ArtifactPut } from './api.js';
+export type { ModelEvent, ModelPort, ModelRequest, SessionStore, SessionStoreReader, ArtifactStore, ArtifactRecord, ArtifactPut, ArtifactBody } from './api.js';
 export type { MaybePromise, PersistedSession, SessionRecord, StepCommit } from './types.js';
 
 // Router.
@@ -155,10 +155,13 @@ export type {
 export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';
 export type { ApprovalOutcome, DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
 export { createDelivery } from './envelope/delivery.js';
-export type { Delivery, PartDelivery, BufferedView, Flush, TranscriptClass } from './envelope/delivery.js';
+export type { Delivery, PartDelivery, BufferedView, SettledTurn, ApprovalAnswer, Flush, TranscriptClass } from './envelope/delivery.js';
 export { renderForChannel } from './envelope/channels.js';
-export type { ChannelMessage, ChannelAttachment } from './envelope/channels.js';
+export type { ChannelMessage, ChannelAttachment, ChannelOptions, ArtifactAttachment } from './envelope/channels.js';
 export { renderPartText } from './envelope/render.js';
+export type { RenderOptions } from './envelope/render.js';
+export { createArtifactLinks } from './envelope/artifact-links.js';
+export type { ArtifactLinks, ArtifactLinksOptions, ArtifactLinkCheck } from './envelope/artifact-links.js';
 export { deliveryTable } from './envelope/delivery-table.js';
 export type { ReasoningTraces } from './envelope/reasoning.js';
 export { produceLlmContext } from './envelope/llm-context.js';

@@ -20,6 +20,7 @@ import { createToolCatalog } from './host/tool-catalog.js';
 import type { ArtifactStore } from './api.js';
 import { HistoryCache } from './host/history-cache.js';
 import { containInspector } from './host/inspector.js';
+import { containSubscribers } from './host/journal.js';
 import { checkAnswer } from './host/approval-answers.js';
 import { checkCreateSession, checkSend, checkSessionFilter, runtimeLimits } from './host/input-checks.js';
 import { checkRuntimeOptions } from './host/runtime-options.js';
@@ -94,10 +95,14 @@ class SessionRef implements SessionHandle {
   events(afterSeq?: number) {
     // The host is found when someone subscribes, not now: an observable kept across passivation
     // subscribes to the session as it is then (the live host, or one reactivated from the store).
-    return defer(() => {
-      const h = this.peek(this.id);
-      return h ? h.events(afterSeq) : from(this.live(this.id)).pipe(switchMap((x) => x.events(afterSeq)));
-    });
+    // A subscriber that throws is reported, never rethrown into the process (containSubscribers).
+    return containSubscribers(
+      this.id,
+      defer(() => {
+        const h = this.peek(this.id);
+        return h ? h.events(afterSeq) : from(this.live(this.id)).pipe(switchMap((x) => x.events(afterSeq)));
+      }),
+    );
   }
   async snapshot() {
     return (await this.live(this.id)).snapshot();
@@ -367,6 +372,8 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       handles.delete(id);
       dormant.delete(id);
       deps.historyCache?.drop(id);
+      // Its artifacts first: should that fail, the session is still there to delete again.
+      await artifacts.deleteSession?.(id);
       await store.deleteSession(id);
       return true;
     },

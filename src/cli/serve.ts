@@ -7,7 +7,8 @@
  * Contract: `close()` stops accepting, lets the transports finish what they accepted, then
  * closes the runtime (its store included); nothing accepted is lost.
  */
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ModelPort, Runtime } from '../api.js';
@@ -15,6 +16,7 @@ import type { ModelScript } from '../models/script.js';
 import { createScriptedModel } from '../models/scripted.js';
 import { createRuntime } from '../runtime.js';
 import { createSqliteStore } from '../stores/sqlite.js';
+import { createArtifactLinks, type ArtifactLinks } from '../envelope/artifact-links.js';
 import { createFileArtifactStore } from '../stores/artifacts-fs.js';
 import { createArtifactsTransport } from '../transports/artifacts.js';
 import { createAapTransport } from '../transports/aap/index.js';
@@ -34,6 +36,8 @@ export interface ServeOptions extends ServeArgs {
   log?: (line: string) => void;
   /** Override the authentication hook (default: from TURNSTATE_API_KEYS). */
   authenticate?: Authenticate;
+  /** Where clients reach this server, for signed artifact links (default: env TURNSTATE_PUBLIC_URL, else the listening URL). */
+  publicUrl?: string;
 }
 
 export interface ServeHandle {
@@ -42,6 +46,8 @@ export interface ServeHandle {
   readonly runtime: Runtime;
   readonly dataDir: string;
   readonly modelName: string;
+  /** Signs artifact links the artifacts route accepts (for channel senders: `renderForChannel(…, { artifactLinks })`). */
+  readonly artifactLinks: ArtifactLinks;
   close(): Promise<void>;
 }
 
@@ -106,6 +112,25 @@ function makeDataDir(dataDir: string): void {
   }
 }
 
+/** The data directory's artifact-link key (`artifact-links.key`, 32 random bytes, made once, owner-only). */
+function linkSecret(dataDir: string): Buffer {
+  const path = join(dataDir, 'artifact-links.key');
+  let text: string;
+  try {
+    try {
+      writeFileSync(path, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new Error(`cannot read or create the artifact link key ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+  const key = Buffer.from(text.trim(), 'base64url');
+  if (key.byteLength < 32) throw new Error(`${path}: not an artifact link key (32 bytes, base64url); delete it to make a new one (links already sent stop working)`);
+  return key;
+}
+
 export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -144,18 +169,23 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   let agentNames: string[];
   let recovered: Awaited<ReturnType<Runtime['recover']>>;
   const webRoot = join(PACKAGE_ROOT, 'web');
+  let artifactLinks: ArtifactLinks;
+  const publicUrl = opts.publicUrl ?? (env['TURNSTATE_PUBLIC_URL'] || undefined);
   try {
     const store = createSqliteStore({ path: dbPath });
     const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
     // A long-running server: idle sessions leave memory (they wake from the store when used).
     runtime = createRuntime({ model, store, artifacts, passivateAfterMs: opts.passivateAfterMs ?? DEFAULT_PASSIVATE_AFTER_MS });
+    // After the store (whose failure to open is the one to report first). The listening URL is
+    // known once the server listens; links are made after that.
+    artifactLinks = createArtifactLinks({ baseUrl: publicUrl ?? (() => server.url), secret: linkSecret(dataDir) });
     const app = desk.createTravelDesk(runtime);
     agentNames = app.agents.map((a) => a.name);
     recovered = await runtime.recover();
     const transports: HttpTransport[] = [
       healthTransport(),
       createAapTransport({ runtime, authenticate, agents: app.agents }),
-      createArtifactsTransport({ artifacts, authenticate }),
+      createArtifactsTransport({ runtime, artifacts, authenticate, links: artifactLinks }),
       createStreamsTransport({
         runtime,
         authenticate,
@@ -175,6 +205,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   log(`  model:          ${modelName}`);
   log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
   log(`  agents:         ${agentNames.join(', ')}`);
+  log(`  artifact links: ${publicUrl ?? server.url}/artifacts/{id}?exp=…&sig=… (key ${join(dataDir, 'artifact-links.key')})`);
   if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
   // Loud, but not fatal: one damaged session must not keep the others (and the server) down.
   for (const f of failed) log(`  NOT RESUMED:    ${f.message} (${f.code})`);
@@ -190,6 +221,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     runtime,
     dataDir,
     modelName,
+    artifactLinks,
     close() {
       closing ??= server.close().finally(unlock);
       return closing;

@@ -2,11 +2,11 @@
  * Artifacts as parts: the writer a tool handler gets (`ctx.artifacts`) and the respond() check
  * of `artifact` parts (`{ artifactId, mimeType, sizeBytes, name? }`).
  *
- * Contract: a part may only name an artifact of its own session's tenant, with the mime type and
- * size the store recorded. An artifact of another tenant is reported exactly like a missing one,
- * so a model (or a user steering it) learns nothing about ids it does not own.
+ * Contract: a part may only name an artifact its own session's tools put, with exactly the fields
+ * the store recorded. An artifact of another session or tenant is reported exactly like a missing
+ * one, so a model (or a user steering it) learns nothing about ids it does not own.
  */
-import type { ArtifactStore } from '../api.js';
+import type { ArtifactRecord, ArtifactStore } from '../api.js';
 import type { ArtifactRef, ToolArtifacts } from '../registries/types.js';
 import type { PartCheck, PartCheckContext } from '../registries/types.js';
 
@@ -24,9 +24,7 @@ export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId:
         sessionId,
         ...(tenantId !== undefined ? { tenantId } : {}),
       });
-      const ref: ArtifactRef = { artifactId: r.artifactId, mimeType: r.mimeType, sizeBytes: r.sizeBytes };
-      if (r.name !== undefined) ref.name = r.name;
-      return ref;
+      return partData(r);
     },
   };
 }
@@ -34,30 +32,69 @@ export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId:
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** The respond() check of `artifact` parts against `store` (rule `respond:artifact:known`). */
+/** The fields an artifact part carries: the stored record's, nothing else. */
+const PART_FIELDS: readonly string[] = ['artifactId', 'mimeType', 'sizeBytes', 'name'];
+
+/** A JSON Pointer token for a field name (RFC 6901). */
+const pointer = (key: string): string => `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+
+const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v.slice(0, 64)) : String(JSON.stringify(v) ?? typeof v).slice(0, 64));
+
+/** What a part naming `r` carries: exactly its record's fields. */
+function partData(r: ArtifactRecord): ArtifactRef {
+  const ref: ArtifactRef = { artifactId: r.artifactId, mimeType: r.mimeType, sizeBytes: r.sizeBytes };
+  if (r.name !== undefined) ref.name = r.name;
+  return ref;
+}
+
+/**
+ * The respond() check of `artifact` parts against `store` (rule `respond:artifact:known`): the
+ * artifact is one its own session's tools put (another session's, another tenant's and a missing
+ * one are reported alike), and the part carries that record's `artifactId`, `mimeType`,
+ * `sizeBytes` and `name` (which may be left out) and nothing else: a `url` or a `name` of the
+ * model's own never reaches a channel. The delivered part carries the record's fields.
+ */
 export function artifactPartCheck(store: ArtifactStore): PartCheck {
   return {
     rule: 'respond:artifact:known',
     check(data: unknown, ctx: PartCheckContext) {
-      if (!isObject(data)) return [{ path: '', message: 'an artifact part carries { artifactId, mimeType, sizeBytes }' }];
+      if (!isObject(data)) return [{ path: '', message: 'an artifact part carries { artifactId, mimeType, sizeBytes, name? }' }];
       const out: { path: string; message: string }[] = [];
+      for (const key of Object.keys(data)) {
+        if (PART_FIELDS.includes(key)) continue;
+        out.push({
+          path: pointer(key),
+          message: `${JSON.stringify(key.slice(0, 64))} is not a field of an artifact part: give only { artifactId, mimeType, sizeBytes, name } exactly as the tool returned them (a link to the file is added when it is delivered)`,
+        });
+      }
       const { artifactId, mimeType, sizeBytes } = data;
       if (typeof artifactId !== 'string') out.push({ path: '/artifactId', message: 'artifactId is missing: give the artifactId a tool returned' });
       if (typeof mimeType !== 'string') out.push({ path: '/mimeType', message: 'mimeType is missing: give the mimeType the tool returned with the artifactId' });
       if (typeof sizeBytes !== 'number') out.push({ path: '/sizeBytes', message: 'sizeBytes is missing: give the sizeBytes the tool returned with the artifactId' });
       if (typeof artifactId !== 'string') return out;
       const r = store.head(artifactId);
-      if (r === undefined || (r.tenantId ?? undefined) !== (ctx.tenantId ?? undefined)) {
-        out.push({ path: '/artifactId', message: `no artifact ${JSON.stringify(artifactId.slice(0, 64))} exists: name only an artifactId a tool returned in this conversation` });
+      if (r === undefined || (r.tenantId ?? undefined) !== (ctx.tenantId ?? undefined) || r.sessionId !== ctx.sessionId) {
+        out.push({ path: '/artifactId', message: `no artifact ${JSON.stringify(artifactId.slice(0, 64))} exists in this conversation: name only an artifactId a tool returned in this conversation` });
         return out;
       }
       if (typeof mimeType === 'string' && mimeType !== r.mimeType) {
-        out.push({ path: '/mimeType', message: `artifact ${artifactId} is ${JSON.stringify(r.mimeType)}, not ${JSON.stringify(mimeType.slice(0, 64))}` });
+        out.push({ path: '/mimeType', message: `artifact ${artifactId} is ${JSON.stringify(r.mimeType)}, not ${show(mimeType)}` });
       }
       if (typeof sizeBytes === 'number' && sizeBytes !== r.sizeBytes) {
         out.push({ path: '/sizeBytes', message: `artifact ${artifactId} is ${r.sizeBytes} bytes, not ${sizeBytes}` });
       }
+      if ('name' in data && data.name !== r.name) {
+        const is = r.name === undefined ? 'has no name: leave name out' : `is named ${JSON.stringify(r.name)}`;
+        out.push({ path: '/name', message: `artifact ${artifactId} ${is}, not ${show(data.name)}: give the name the tool returned, or none` });
+      }
       return out;
+    },
+    normalize(data) {
+      const r = typeof data.artifactId === 'string' ? store.head(data.artifactId) : undefined;
+      if (r === undefined) return undefined;
+      const want = partData(r);
+      const same = Object.keys(data).length === Object.keys(want).length && data.name === want.name;
+      return same ? undefined : { ...want };
     },
   };
 }

@@ -16,11 +16,16 @@
  * - An approval-request part whose approval is resolved (`approvals`, the turn's records) carries
  *   its resolution: `data.resolution: { decision, reason? }` on a copy (the emitted part is not
  *   changed). The envelope keeps the request as the record of what was asked and decided; the
- *   channels render the decision instead of the question (render.ts).
- * - A translated llm-context part comes last. `meta` carries sessionId, turnId, producedAt,
- *   finalizedBy (and warnings when there are any).
+ *   channels render the decision instead of the question (render.ts). The surface a template
+ *   built to ask it (kind `approval:<tool>`, its Approve and Deny buttons) is left out: it asks a
+ *   question that has been answered (`isDecidedSurface`).
+ * - The actor's own llm-context part is kept only when an originator of the turn consumes
+ *   llm-context (`consumesLlmContext`; spec 001: "Local-UI-only turn — llm-context is skipped").
+ *   A translated llm-context part (produced only for such a consumer) comes last. `meta` carries
+ *   sessionId, turnId, producedAt, finalizedBy (and warnings when there are any).
  */
 import { isDeepStrictEqual } from 'node:util';
+import { approvalKind } from '../registries/surface-templates.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
 import { setOwn, type ApprovalDecision, type ApprovalRecord, type Envelope, type EnvelopeWarning, type MailboxEntry, type Part } from '../types.js';
 import { escapeSegment, resolvePointer } from './pointer.js';
@@ -34,6 +39,11 @@ export interface AssembleInput {
   producedAt: string;
   finalizedBy: string;
   llmContext?: Part;
+  /**
+   * Whether an originator of the turn consumes llm-context (SendOptions.consumes, a caller card):
+   * the actor's own llm-context part is kept only then. Default false.
+   */
+  consumesLlmContext?: boolean;
   /** The approval records of the turn's approval-request parts (the store's), to carry their resolutions. */
   approvals?: readonly ApprovalRecord[];
 }
@@ -44,20 +54,31 @@ export interface ApprovalOutcome {
   reason?: string;
 }
 
+/** An answer to an approval as the session publishes it: an `approval.resolved` event has this shape. */
+export interface ApprovalAnswer {
+  approvalId: string;
+  decision: ApprovalDecision;
+  reason?: string | undefined;
+}
+
 export function assembleEnvelope(input: AssembleInput): Envelope {
   const kept: Part[] = [];
   const actorData: { part: Part; index: number }[] = [];
   let dataAt = -1;
+  let decided: ReadonlySet<string> | undefined;
   for (let i = 0; i < input.parts.length; i++) {
     const p = input.parts[i]!;
-    const def = input.partTypes.get(p.metadata.partType);
+    const type = p.metadata.partType;
+    const def = input.partTypes.get(type);
     if (def && !def.meta.inEnvelope) continue;
-    if (p.metadata.partType === 'domain-data') {
+    if (type === 'domain-data') {
       if (dataAt === -1) dataAt = kept.length;
       actorData.push({ part: p, index: i });
       continue;
     }
-    kept.push(p.metadata.partType === 'approval-request' ? withResolution(p, input.approvals) : p);
+    if (type === 'llm-context' && input.consumesLlmContext !== true) continue;
+    if (type === 'a2ui-surface' && isDecidedSurface(p, (decided ??= decidedKinds(input.parts, input.approvals)))) continue;
+    kept.push(type === 'approval-request' ? withResolution(p, recordAnswer(p, input.approvals)) : p);
   }
   const records = collectData(input.mailbox, input.turnId);
   let domain: DomainData | undefined;
@@ -86,17 +107,53 @@ export function assembleEnvelope(input: AssembleInput): Envelope {
 }
 
 /**
- * The approval-request part with its approval's resolution (`data.resolution`), or the part itself
- * while its approval is open or its record is unknown. Only the decision and the reason: who
- * answered and through which channel stay in the approval record (the store, approval.resolved).
+ * The approval-request part with what was decided (`data.resolution: { decision, reason? }`), on a
+ * copy; the part itself when `answer` is undefined (the approval is open, or its answer unknown)
+ * or the part already carries one. Only the decision and the reason: who answered and through
+ * which channel stay in the approval record (the store, approval.resolved).
  */
-function withResolution(part: Part, approvals: readonly ApprovalRecord[] | undefined): Part {
-  const id = part.data?.approvalId;
-  const resolution = approvals?.find((a) => a.approvalId === id)?.resolution;
-  if (resolution === undefined) return part;
-  const outcome: ApprovalOutcome = { decision: resolution.decision };
-  if (resolution.reason !== undefined) outcome.reason = resolution.reason;
+export function withResolution(part: Part, answer: { decision: ApprovalDecision; reason?: string | undefined } | undefined): Part {
+  if (answer === undefined || part.metadata.partType !== 'approval-request' || resolutionOf(part) !== undefined) return part;
+  const outcome: ApprovalOutcome = { decision: answer.decision };
+  if (answer.reason !== undefined) outcome.reason = answer.reason;
   return { ...part, data: { ...part.data, resolution: outcome } };
+}
+
+/** The resolution an approval-request part carries, or undefined while it asks. */
+export function resolutionOf(part: Part): ApprovalOutcome | undefined {
+  const r = part.data?.resolution;
+  if (r === null || typeof r !== 'object') return undefined;
+  const decision = (r as Record<string, unknown>).decision;
+  return decision === 'approved' || decision === 'denied' ? (r as ApprovalOutcome) : undefined;
+}
+
+/** The answer the store's record of the part's approval holds, if it was answered. */
+function recordAnswer(part: Part, approvals: readonly ApprovalRecord[] | undefined): ApprovalRecord['resolution'] {
+  const id = part.data?.approvalId;
+  return approvals?.find((a) => a.approvalId === id)?.resolution;
+}
+
+/**
+ * The surface kinds of the decided approvals among `parts` (`approval:<tool>`): those whose
+ * request carries a resolution or has an answered record in `approvals`.
+ */
+export function decidedKinds(parts: readonly Part[], approvals?: readonly ApprovalRecord[]): ReadonlySet<string> {
+  const kinds = new Set<string>();
+  for (const p of parts) {
+    if (p.metadata.partType !== 'approval-request' || typeof p.data?.tool !== 'string') continue;
+    if (resolutionOf(p) !== undefined || recordAnswer(p, approvals) !== undefined) kinds.add(approvalKind(p.data.tool));
+  }
+  return kinds;
+}
+
+/**
+ * Whether `part` is the surface a template built to ask a decided approval (source `template`, kind
+ * in `kinds`): its Approve and Deny buttons ask what has been answered, so buffered consumers (the
+ * settled envelope, a turn's buffered view) do not get it. Streaming consumers saw it when asked.
+ */
+export function isDecidedSurface(part: Part, kinds: ReadonlySet<string>): boolean {
+  const m = part.metadata;
+  return m.partType === 'a2ui-surface' && m.source === 'template' && typeof m.kind === 'string' && kinds.has(m.kind);
 }
 
 /** The pointer a citation is bound by: `data.path`, else `metadata.path`. */

@@ -4,15 +4,23 @@
  * channel transports that send them are separate; this is what they send.
  *
  * Contract:
- * - The input is the settled envelope, or the buffered view (`delivery.buffered(...)`): its
- *   envelope when it has one, else its parts (a clarifying or error turn, a consumer terminal
- *   state that emits no envelope). Anything else (no envelope at all, a part without a
- *   `metadata.partType`, an unknown channel) is refused with a TurnstateError `delivery.invalid`.
- * - Every part lands in exactly one of `text`, `attachments`, `parts` (webhook) or `dropped`, as
- *   its rule for the channel says.
+ * - The input is the buffered view (`delivery.buffered(...)`): its `channelParts` when it has
+ *   them (parts a channel's own rule keeps that its buffered rule drops, or that are outside the
+ *   envelope), else its envelope's parts, else its parts (a clarifying or error turn, a consumer
+ *   terminal state that emits no envelope); or the settled envelope itself, whose parts are the
+ *   envelope's only. Anything else (no envelope at all, a part without a `metadata.partType`, an
+ *   unknown channel) is refused with a TurnstateError `delivery.invalid`; a held view (a turn that
+ *   stopped to wait, not settled) with `delivery.held`.
+ * - Every part of the input lands in exactly one of `text`, `attachments`, `parts` (webhook) or
+ *   `dropped`, as its rule for the channel says (a channel without its own rule uses the buffered
+ *   rule), so a view and its envelope give the same message for the envelope's parts.
+ * - The body is plain text: a text part's markdown is rendered to plain text (`renderBodyText`).
  * - Human channels (email, SMS, WhatsApp): `render-as-text` and `deliver` text parts join the
  *   plain-text body in order, separated by a blank line; `attach` (and `deliver` of a data part)
- *   become attachments carrying the part and its serialisation.
+ *   become attachments carrying the part and its serialisation. An attached `artifact` part is
+ *   the artifact's file, described by `artifact` (its bytes are the store's, never the part's
+ *   JSON); an artifact rendered as text (SMS) is `name: <signed link>` with `artifactLinks`, else
+ *   `name: artifact:<id>`.
  * - Webhook: the body is the envelope with the parts its rules keep (rendered where the rule
  *   is `render-as-text`), or those parts alone for a turn without an envelope; nothing is attached.
  */
@@ -20,16 +28,37 @@ import { TurnstateError } from '../errors.js';
 import { CHANNEL_KINDS } from '../registries/part-types.js';
 import type { ChannelKind } from '../registries/types.js';
 import type { Envelope, Part } from '../types.js';
+import type { ArtifactLinks } from './artifact-links.js';
 import type { BufferedView, Delivery } from './delivery.js';
-import { renderPartText } from './render.js';
+import { renderBodyText } from './render.js';
+
+/**
+ * The file an `artifact` part stands for, as a sender attaches it: the bytes are read from the
+ * artifact store (`artifacts.open(artifactId)` or `artifacts.read(artifactId)`) and sent as
+ * `name` with `mimeType`; `url` is a signed link to them (with `artifactLinks`).
+ */
+export interface ArtifactAttachment {
+  artifactId: string;
+  name?: string;
+  mimeType: string;
+  sizeBytes: number;
+  url?: string;
+}
 
 export interface ChannelAttachment {
   partType: string;
   part: Part;
-  /** How the attachment's bytes are written: JSON, plain text, or base64 (the part type's serialisation). */
+  /** How the part's data is written when it is the attachment: JSON, plain text, or base64 (the part type's serialisation). */
   serialisation: 'json' | 'text' | 'base64';
   /** The part's own `mimeType` (artifact, consumer media) when it names one. */
   mimeType?: string;
+  /** An artifact part: the file to attach in its place (its bytes come from the artifact store). */
+  artifact?: ArtifactAttachment;
+}
+
+export interface ChannelOptions {
+  /** Signs the links artifacts carry (`createArtifactLinks`); without it an SMS names `artifact:<id>`. */
+  artifactLinks?: Pick<ArtifactLinks, 'url'>;
 }
 
 export interface ChannelMessage {
@@ -46,16 +75,19 @@ export interface ChannelMessage {
 }
 
 /**
- * What `channel` sends for a settled turn: pass its envelope, or `delivery.buffered({ envelope,
- * parts })` (which also covers a turn that settled without an envelope).
+ * What `channel` sends for a settled turn: pass `delivery.buffered(...)` of it (which also covers a
+ * turn that settled without an envelope, and parts outside the envelope a channel's own rule
+ * keeps), or its envelope (its parts only). A held view is refused (`delivery.held`).
  */
-export function renderForChannel(delivery: Delivery, channel: ChannelKind, settled: Envelope | BufferedView): ChannelMessage {
+export function renderForChannel(delivery: Delivery, channel: ChannelKind, settled: Envelope | BufferedView, opts: ChannelOptions = {}): ChannelMessage {
   if (!(CHANNEL_KINDS as readonly unknown[]).includes(channel)) invalid(`channel must be one of ${CHANNEL_KINDS.join(', ')}, got ${show(channel)}`);
   const { envelope, parts } = toRender(settled);
   const texts: string[] = [];
   const attachments: ChannelAttachment[] = [];
   const kept: Part[] = [];
   const dropped: string[] = [];
+  const links = opts.artifactLinks;
+  const artifactUrl = links === undefined ? undefined : (id: string) => links.url(id);
   for (const part of parts) {
     const pt = part.metadata.partType;
     const d = delivery.of(pt);
@@ -69,32 +101,48 @@ export function renderForChannel(delivery: Delivery, channel: ChannelKind, settl
       continue;
     }
     if (rule === 'render-as-text' || (rule === 'deliver' && part.data === undefined)) {
-      const text = renderPartText(part);
+      const text = renderBodyText(part, artifactUrl === undefined ? {} : { artifactUrl });
       if (text !== '') texts.push(text);
       continue;
     }
     const a: ChannelAttachment = { partType: pt, part, serialisation: d?.serialisation ?? 'json' };
     const mime = part.data?.mimeType;
     if (typeof mime === 'string') a.mimeType = mime;
+    const file = pt === 'artifact' ? artifactAttachment(part.data, artifactUrl) : undefined;
+    if (file !== undefined) a.artifact = file;
     attachments.push(a);
   }
   const out: ChannelMessage = { channel, text: texts.join('\n\n'), attachments, dropped };
   if (channel === 'webhook') {
-    if (envelope !== undefined) out.envelope = { ...envelope, parts: kept };
+    // A part outside the envelope that the webhook's rule keeps (a view's channelParts) goes in `parts` only.
+    if (envelope !== undefined) out.envelope = { ...envelope, parts: kept.filter((p) => delivery.of(p.metadata.partType)?.inEnvelope !== false) };
     out.parts = kept;
   }
   return out;
 }
 
-const HOW = 'pass the settled envelope, or delivery.buffered({ envelope: outcome.envelope, parts: outcome.parts }) (a clarifying or error turn has no envelope)';
+/** The file an artifact part names (its data is the stored record's fields: the respond() check saw to it). */
+function artifactAttachment(d: Part['data'], url: ((id: string) => string) | undefined): ArtifactAttachment | undefined {
+  if (d === undefined || typeof d.artifactId !== 'string' || typeof d.mimeType !== 'string' || typeof d.sizeBytes !== 'number') return undefined;
+  const a: ArtifactAttachment = { artifactId: d.artifactId, mimeType: d.mimeType, sizeBytes: d.sizeBytes };
+  if (typeof d.name === 'string') a.name = d.name;
+  if (url !== undefined) a.url = url(d.artifactId);
+  return a;
+}
+
+const HOW = 'pass delivery.buffered(...) of the settled turn (its outcome, or its envelope, parts and approval.resolved events at turn.settled), or its settled envelope (a clarifying or error turn has no envelope)';
 
 /** The envelope (when there is one) and the parts to render; refuses anything else, saying what to pass. */
 function toRender(settled: unknown): { envelope?: Envelope; parts: readonly Part[] } {
   if (settled === null || typeof settled !== 'object') invalid(`got ${show(settled)}; ${HOW}`);
   const s = settled as Record<string, unknown>;
-  // A buffered view with its envelope renders the envelope; one without, its parts; else an envelope itself.
+  if (s.held !== undefined) {
+    throw new TurnstateError('delivery.held', `renderForChannel(): the turn is held (waiting for ${show((s.held as { resumeOn?: unknown }).resumeOn)}) and has not settled: nothing is delivered until it does; render it at its turn.settled event`);
+  }
+  // A buffered view with its envelope renders the envelope; one without, its parts; else an envelope
+  // itself. A view's channelParts, when it has them, are what the channels choose from.
   const envelope = s.envelope !== undefined ? s.envelope : 'role' in s || 'meta' in s ? s : undefined;
-  const from = envelope ?? s;
+  const from = Array.isArray(s.channelParts) ? { parts: s.channelParts } : (envelope ?? s);
   const parts = from !== null && typeof from === 'object' ? (from as Record<string, unknown>).parts : undefined;
   if (!Array.isArray(parts)) invalid(`${envelope === undefined ? 'the input' : 'the envelope'} has no parts array; ${HOW}`);
   parts.forEach((p: unknown, i) => {

@@ -11,10 +11,18 @@
  * - `render-as-text` replaces a part by `{ text, metadata }` (see `renderPartText`); `attach`
  *   and `deliver` pass it unchanged on envelope-shaped views (streaming, buffered, webhook).
  * - Every view is pure: the same input gives the same output, and no input is mutated.
+ * - Buffered consumers get a turn once it settled, and what was decided, never an open question:
+ *   a held outcome gives an empty view marked `held`, and a turn without an envelope whose
+ *   approval-request has no known decision is refused (`delivery.held`).
  */
+import { TurnstateError } from '../errors.js';
+import { CHANNEL_KINDS } from '../registries/part-types.js';
 import type { ChannelKind, DeliveryRule, PartTypeRegistryApi } from '../registries/types.js';
 import { assertNever, type Envelope, type Part, type SessionEvent } from '../types.js';
+import { decidedKinds, isDecidedSurface, resolutionOf, withResolution, type ApprovalAnswer } from './assemble.js';
 import { renderPartText } from './render.js';
+
+export type { ApprovalAnswer } from './assemble.js';
 
 /** When a streaming transport sends a part: as soon as it exists, or once it is complete. */
 export type Flush = 'at-once' | 'when-complete';
@@ -50,6 +58,33 @@ export interface BufferedView {
   parts: Part[];
   /** The assembled envelope with those parts, when the turn settled with one; absent for clarifying, error and other turns without one. */
   envelope?: Envelope;
+  /**
+   * What the channels choose from, each part by its own channel rule, when that is not `parts`: a
+   * part type whose channel rule keeps what its buffered rule drops (an in-envelope `voice-note`
+   * attached on email), or one outside the envelope that a channel keeps (spec 000's `audio` on
+   * WhatsApp). renderForChannel reads it; absent when the channels choose from `parts`.
+   */
+  channelParts?: Part[];
+  /**
+   * The outcome stopped to wait (`TurnOutcome.held`): the turn has not settled and nothing is
+   * delivered (`parts` is empty; renderForChannel refuses it). Deliver at its `turn.settled` event.
+   */
+  held?: { resumeOn: string };
+}
+
+/** What `Delivery.buffered` takes: a turn's settlement (a `TurnOutcome` is one), or what its events carried. */
+export interface SettledTurn {
+  /** The settled envelope (`TurnOutcome.envelope`, the `envelope.settled` event's). */
+  envelope?: Envelope | undefined;
+  /** The turn's parts (`TurnOutcome.parts`, its `part.received` events' parts). */
+  parts: readonly Part[];
+  /** Set on an outcome that stopped to wait (`TurnOutcome.held`): nothing to deliver yet. */
+  held?: { resumeOn: string } | undefined;
+  /**
+   * The turn's `approval.resolved` events: the decisions a turn without an envelope gives its
+   * approval-request parts (its `part.received` events carry the question as asked).
+   */
+  approvals?: readonly ApprovalAnswer[] | undefined;
 }
 
 export interface Delivery {
@@ -72,9 +107,14 @@ export interface Delivery {
    * What buffered transports get at settlement: the envelope's parts by their buffered rule. For a
    * turn that settled without an envelope: with a clarify or error part, its parts that belong to
    * no envelope (the clarify or error part); otherwise (a consumer terminal state that emits no
-   * envelope) all its parts by their buffered rule. Render it on a channel with renderForChannel.
+   * envelope) all its parts by their buffered rule, each approval-request with its decision (its
+   * own `data.resolution`, else the matching `approvals` answer) and without the template surface
+   * that asked it. Render it on a channel with renderForChannel.
+   * A held outcome gives `{ parts: [], held }`. An approval-request of a turn without an envelope
+   * whose decision is unknown is refused with TurnstateError `delivery.held`: the turn is held, or
+   * its `approval.resolved` events were not passed as `approvals`.
    */
-  buffered(settled: { envelope?: Envelope | undefined; parts: readonly Part[] }): BufferedView;
+  buffered(settled: SettledTurn): BufferedView;
 }
 
 export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
@@ -117,8 +157,10 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
       case 'deliver':
       case 'attach':
         return part;
-      case 'render-as-text':
-        return part.data === undefined && part.text !== undefined ? part : { text: renderPartText(part), metadata: part.metadata };
+      case 'render-as-text': {
+        const text = renderPartText(part);
+        return part.data === undefined && part.text === text ? part : { text, metadata: part.metadata };
+      }
       default:
         return assertNever(rule, 'delivery rule');
     }
@@ -202,17 +244,61 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
     },
 
     buffered(settled) {
+      // Not settled: buffered consumers get the turn when it settles, with what was decided.
+      if (settled.held !== undefined) return { parts: [], held: settled.held };
+      let view: BufferedView;
+      let candidates: Part[];
       if (settled.envelope === undefined) {
         // A clarify or error part stands for a turn without an envelope (clarify replaces the
         // response; an error ends the turn): its parts outside envelopes, as spec 001 delivers a
         // clarification. Any other turn without one (a consumer terminal state with emitsEnvelope:
         // false): every part by its buffered rule, so its response is not lost.
         const standsIn = settled.parts.some((p) => STANDS_IN.has(p.metadata.partType));
-        const parts = standsIn ? settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true) : settled.parts;
-        return { parts: applyAll(parts, 'buffered') };
+        const parts = standsIn ? settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true) : decided(settled.parts, settled.approvals);
+        view = { parts: applyAll(parts, 'buffered') };
+        candidates = parts.filter((p) => keptBy(p, true));
+      } else {
+        const parts = applyAll(settled.envelope.parts, 'buffered');
+        view = { parts, envelope: { ...settled.envelope, parts } };
+        // The envelope's parts, then the turn's parts that belong to no envelope and a channel keeps.
+        candidates = [...settled.envelope.parts];
+        for (const p of settled.parts) if (of(p.metadata.partType)?.inEnvelope === false && keptBy(p, false)) candidates.push(p);
       }
-      const parts = applyAll(settled.envelope.parts, 'buffered');
-      return { parts, envelope: { ...settled.envelope, parts } };
+      if (candidates.length !== view.parts.length || candidates.some((p, i) => p !== view.parts[i])) view.channelParts = candidates;
+      return view;
     },
   };
+
+  /** Whether some channel's rule keeps the part (or, with `buffered`, the buffered rule does). */
+  function keptBy(part: Part, buffered: boolean): boolean {
+    const d = of(part.metadata.partType);
+    if (d === undefined || (buffered && d.buffered !== 'drop')) return true;
+    for (const ch of CHANNEL_KINDS) if (d.channels[ch] !== 'drop') return true;
+    return false;
+  }
+}
+
+/**
+ * A settled turn's parts with each approval-request saying what was decided (its own resolution,
+ * else the matching answer) and without the template surfaces that asked them. A request whose
+ * decision is unknown is an open question, which a buffered consumer never gets: refused.
+ */
+function decided(parts: readonly Part[], answers: readonly ApprovalAnswer[] | undefined): Part[] {
+  if (!parts.some((p) => p.metadata.partType === 'approval-request')) return parts as Part[];
+  const out = parts.map((p) => {
+    if (p.metadata.partType !== 'approval-request' || resolutionOf(p) !== undefined) return p;
+    const id = p.data?.approvalId;
+    const answered = withResolution(p, answers?.find((a) => a.approvalId === id));
+    if (answered === p) {
+      throw new TurnstateError(
+        'delivery.held',
+        `delivery.buffered(): approval ${String(id)} (${String(p.data?.tool)}) has no decision, so the turn is held (suspended until it is answered) or its approval.resolved events were not passed; ` +
+          `deliver a turn at its turn.settled event, with its approval.resolved events as approvals ({ envelope, parts, approvals }), or pass a TurnOutcome as it is (a held one gives an empty view marked held)`,
+        { details: { approvalId: id } },
+      );
+    }
+    return answered;
+  });
+  const kinds = decidedKinds(out);
+  return kinds.size === 0 ? out : out.filter((p) => !isDecidedSurface(p, kinds));
 }

@@ -8,12 +8,16 @@
  * - With group commit (stores that ask for it) the steps of one event-loop turn become one write,
  *   made at the end of that event-loop turn or at once at a `barrier()`.
  * - `events(afterSeq)` replays the log page by page, then goes live, each event once and in order.
- *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves.
+ *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves. A subscriber
+ *   that throws (or an error no callback handles) never reaches the session, the other
+ *   subscribers or the process: it is reported as a process warning (TURNSTATE_OBSERVER_ERROR),
+ *   as the router's streams report theirs, and the subscriber goes on receiving events.
  * - The mailbox and the derived model history are caches over the log: kept while the session is
  *   awake, handed to the runtime's history cache by `forget()` (so a waking session reads only the
  *   entries written after them), rebuilt from the store otherwise.
  */
 import { Observable, Subject } from 'rxjs';
+import { ContainedObservable } from '../router/contained.js';
 import type { PersistedSession, SessionStore, StepCommit } from '../machines/ports.js';
 import { createHistory, type HistoryView } from '../machines/mailbox.js';
 import type { Envelope, InboundMessage, MailboxEntry, ModelStopReason, Part, Routing, Scope, SessionEvent, SessionEventBody, ToolSide, Usage } from '../types.js';
@@ -245,7 +249,10 @@ export class Journal {
     return this.store.readEvents(this.sessionId, afterSeq, limit);
   }
 
-  /** Replay after `afterSeq` page by page, then live; each event once, in seq order. */
+  /**
+   * Replay after `afterSeq` page by page, then live; each event once, in seq order. What a caller
+   * subscribes to goes through `containSubscribers` (the session handle's `events()` does).
+   */
   events(afterSeq = 0): Observable<SessionEvent> {
     return new Observable<SessionEvent>((sub) => {
       let last = afterSeq;
@@ -329,5 +336,30 @@ export class Journal {
     if (this.mailboxCache) this.cache?.put(this.sessionId, { entries: this.mailboxCache, histories: this.histories });
     this.mailboxCache = null;
     this.histories = null;
+  }
+}
+
+/**
+ * `events` with its subscribers contained (router/contained.ts, as the router's streams are): a
+ * subscriber's throw, or an error it has no callback for, is reported (`reportObserverError`)
+ * instead of being rethrown by RxJS in a timer, where it would end the process; the other
+ * subscribers, the session and that subscriber's later events go on. Costs one closure per call
+ * and, per event, one call in a try: nothing is allocated per event.
+ */
+export function containSubscribers<T>(sessionId: string, events: Observable<T>): Observable<T> {
+  return new ContainedObservable((error) => reportObserverError(sessionId, error), events);
+}
+
+/**
+ * A `session.events()` subscriber threw, or errored with no error callback: a process warning
+ * (code TURNSTATE_OBSERVER_ERROR), as the router's default `onError` reports a throwing stream
+ * subscriber. Never throws.
+ */
+function reportObserverError(sessionId: string, error: unknown): void {
+  try {
+    const msg = error instanceof Error ? error.message : String(error);
+    process.emitWarning(`a session.events() subscriber of session ${sessionId} threw: ${msg} (ignored; the stream goes on)`, { code: 'TURNSTATE_OBSERVER_ERROR' });
+  } catch {
+    // Reporting is the last resort; a failure here has nowhere else to go.
   }
 }

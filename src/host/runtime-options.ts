@@ -37,7 +37,7 @@ const REGISTRY_METHODS = {
 } as const;
 
 const ARTIFACT_METHODS = ['put', 'head', 'read'] as const;
-const ARTIFACT_OPTIONAL_METHODS = ['close'] as const;
+const ARTIFACT_OPTIONAL_METHODS = ['open', 'delete', 'deleteSession', 'close'] as const;
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 

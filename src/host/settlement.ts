@@ -6,19 +6,25 @@
  *   (envelope/assemble.ts), plus an llm-context part when the envelope bears data and the sender
  *   consumes one (produced once, by the context model, within limits.llmContextTimeoutMs; a
  *   failed, timed-out or stopped translation leaves it out and never fails the turn).
- * - The envelope's approval-request parts carry their approvals' resolutions (the store's records).
+ * - The turn's approvals were all answered before it could settle: the envelope's approval-request
+ *   parts carry their resolutions (the store's records), and so do the outcome's parts of a turn
+ *   that settles without an envelope (what `delivery.buffered(outcome)` gives buffered channels).
+ *   The parts as published when asked are not changed.
+ * - The actor's own llm-context part reaches the envelope only when an originator consumes it.
  * - A failed turn (the machine's settle effect says `failed`: it ends in `error`) always carries
  *   a user-facing `error` part, and `turn.settled` a stop of `error` when an error is known.
  * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
  */
 import type { TurnOutcome } from '../api.js';
-import { assembleEnvelope, collectData } from '../envelope/assemble.js';
+import { assembleEnvelope, collectData, withResolution } from '../envelope/assemble.js';
 import { consumesPart } from '../envelope/consumers.js';
 import { compatSettledFields } from './compat-turn.js';
 import type { ApprovalRecord, Envelope, Part, SessionEvent } from '../types.js';
 import type { SettleEffect } from '../machines/session.machine.js';
 import type { HostCore } from './core.js';
 import { addUsage, type ActiveTurn } from './turn.js';
+
+const NO_APPROVALS: readonly ApprovalRecord[] = [];
 
 export const GENERIC_ERROR_TEXT = 'Sorry, something went wrong and I could not finish this request.';
 
@@ -30,12 +36,15 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
   const actor = core.machine.actingActor();
   const events: SessionEvent[] = [];
   let envelope: Envelope | undefined;
+  // The turn's approvals were all answered before it could settle: their records carry the decisions.
+  const approvals = t.parts.some((p) => p.metadata.partType === 'approval-request') ? await approvalsOf(core, t.parts) : NO_APPROVALS;
   if (emitsEnvelope) {
     const mailbox = await journal.mailbox();
     let llmContext: Part | undefined;
+    const consumesLlmContext = consumesPart(t.opts, 'llm-context');
     // Only a data-bearing envelope gets one (spec 001: a conversational turn's peer receives the
     // response part only); the call is cut by close, deletion and limits.llmContextTimeoutMs.
-    const produce = consumesPart(t.opts, 'llm-context') && !t.parts.some((p) => p.metadata.partType === 'llm-context') ? deps.produceLlmContext : undefined;
+    const produce = consumesLlmContext && !t.parts.some((p) => p.metadata.partType === 'llm-context') ? deps.produceLlmContext : undefined;
     const data = produce === undefined ? undefined : collectData(mailbox, t.turnId).map((d) => d.data);
     if (produce !== undefined && data !== undefined && (data.length > 0 || t.parts.some((p) => p.metadata.partType === 'domain-data'))) {
       const abort = core.modelAbort();
@@ -56,16 +65,10 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
         t.abort = null;
       }
     }
-    // The turn's approvals were all answered before it could settle: their records carry the decisions.
-    const approvals: ApprovalRecord[] = [];
-    for (const p of t.parts) {
-      const id = p.metadata.partType === 'approval-request' ? p.data?.approvalId : undefined;
-      const record = typeof id === 'string' ? await deps.store.getApproval(id) : undefined;
-      if (record) approvals.push(record);
-    }
     envelope = assembleEnvelope({
       partTypes: deps.registries.partTypes,
       approvals,
+      consumesLlmContext,
       parts: llmContext ? t.parts.slice(0, -1) : t.parts,
       mailbox,
       sessionId: core.id,
@@ -91,10 +94,23 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
       ? journal.event(t.turnId, { type: 'turn.settled', finalizedBy: state, usage: t.usage, ...(stop ? { stop } : {}), ...(error ? { error } : {}), ...compatFields })
       : journal.turnSettled(t.turnId, state, t.usage),
   );
-  const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts: t.parts, usage: t.usage };
+  // Without an envelope the outcome's parts are what buffered channels get: its requests say what was decided.
+  const parts = envelope === undefined && approvals.length > 0 ? t.parts.map((p) => withResolution(p, approvals.find((a) => a.approvalId === p.data?.approvalId)?.resolution)) : t.parts;
+  const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts, usage: t.usage };
   if (envelope) outcome.envelope = envelope;
   Object.assign(outcome, compatFields);
   if (stop) outcome.stop = stop;
   if (error) outcome.error = error;
   return { events, outcome };
+}
+
+/** The store's records of the approvals `parts` asked for (none read for a turn that asked none). */
+async function approvalsOf(core: HostCore, parts: readonly Part[]): Promise<ApprovalRecord[]> {
+  const approvals: ApprovalRecord[] = [];
+  for (const p of parts) {
+    const id = p.metadata.partType === 'approval-request' ? p.data?.approvalId : undefined;
+    const record = typeof id === 'string' ? await core.deps.store.getApproval(id) : undefined;
+    if (record) approvals.push(record);
+  }
+  return approvals;
 }

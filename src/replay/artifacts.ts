@@ -2,7 +2,9 @@
  * The artifacts a replay knows: the ones the recorded session's `artifact` parts named. Tool
  * handlers do not run in a replay (their results are served from the recording), so nothing is
  * stored; the respond() artifact check then accepts what the recording accepted and rejects an
- * id the recording never named (what another model under replay might invent).
+ * id the recording never named (what another model under replay might invent). A known
+ * artifact carries the fields the delivered part did (its `name` too), all of the recorded
+ * session's.
  */
 import { TurnstateError } from '../errors.js';
 import type { ArtifactRecord, ArtifactStore } from '../machines/ports.js';
@@ -18,6 +20,7 @@ export function recordedArtifacts(rec: Recording): ArtifactStore {
       artifactId: d.artifactId,
       mimeType: d.mimeType,
       sizeBytes: d.sizeBytes,
+      ...(typeof d.name === 'string' ? { name: d.name } : {}),
       sessionId: rec.record.id,
       ...(rec.record.tenantId !== undefined ? { tenantId: rec.record.tenantId } : {}),
       createdAt: e.at,

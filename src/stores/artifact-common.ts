@@ -11,9 +11,20 @@ export const ARTIFACT_ID = /^art_[A-Za-z0-9_-]{22}$/;
 
 /**
  * A MIME type `type/subtype` with optional parameters; nothing that could break a header (only
- * spaces and tabs around `;`: `\s` would let CR, LF and Unicode spaces in).
+ * spaces and tabs around `;`: `\s` would let CR, LF and Unicode spaces in). A quoted value holds
+ * what a header can carry: tab and printable ASCII (`\x20-\x7e`) but `"` and `\`.
  */
-export const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(?:[ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=(?:[a-z0-9!#$&^_.+-]+|"[^"\r\n\\\x00-\x08\x0a-\x1f\x7f]*"))*$/i;
+export const MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}(?:[ \t]*;[ \t]*[a-z0-9!#$&^_.+-]+=(?:[a-z0-9!#$&^_.+-]+|"[\t\x20\x21\x23-\x5b\x5d-\x7e]*"))*$/i;
+
+/** What no header value can hold: anything but tab and printable ASCII. */
+const NOT_HEADER_TEXT = /[^\t\x20-\x7e]/;
+
+/**
+ * What a name may not hold: controls (C0, DEL, C1), bidirectional controls (U+061C, U+200E-U+200F,
+ * U+202A-U+202E, U+2066-U+2069: they make `invoice\u202Efdp.exe` read as `invoiceexe.pdf`) and the
+ * line and paragraph separators U+2028, U+2029.
+ */
+const NOT_NAME_TEXT = /[\p{Cc}\p{Bidi_Control}\u2028\u2029]/u;
 
 /** A UTF-16 surrogate without its pair: not text (no UTF-8 form, no header, no URI). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -42,11 +53,17 @@ export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: 
   if (input === null || typeof input !== 'object') bad('input', 'put() takes { data, mimeType, name?, sessionId, tenantId? }');
   if (!(input.data instanceof Uint8Array)) bad('data', 'must be a Uint8Array (or a string, through ctx.artifacts.put)');
   if (typeof input.mimeType !== 'string' || !MIME_TYPE.test(input.mimeType)) {
-    bad('mimeType', `${JSON.stringify(input.mimeType)} is not a MIME type like "text/csv" or "image/png"`);
+    const odd = typeof input.mimeType === 'string' ? NOT_HEADER_TEXT.exec(input.mimeType)?.[0] : undefined;
+    const why = odd === undefined ? '' : `: it holds ${codePoint(odd)}, and a Content-Type header carries only tab and printable ASCII`;
+    bad('mimeType', `${JSON.stringify(input.mimeType)} is not a MIME type like "text/csv" or "image/png"${why}`);
   }
   if (input.data.byteLength > maxBytes) bad('data', `${input.data.byteLength} bytes is over this store's limit of ${maxBytes} bytes`);
   if (input.name !== undefined && (typeof input.name !== 'string' || !goodName(input.name))) {
-    bad('name', 'must be a non-empty string of at most 255 characters without control characters or unpaired surrogates');
+    const odd = typeof input.name === 'string' ? NOT_NAME_TEXT.exec(input.name)?.[0] : undefined;
+    bad(
+      'name',
+      `must be a non-empty string of at most 255 characters without control characters (C0, C1), bidirectional controls, line or paragraph separators or unpaired surrogates${odd === undefined ? '' : `; it holds ${codePoint(odd)}`}`,
+    );
   }
   if (typeof input.sessionId !== 'string' || input.sessionId === '') bad('sessionId', 'must name the session the artifact belongs to');
   if (input.tenantId !== undefined && typeof input.tenantId !== 'string') bad('tenantId', 'must be a string');
@@ -61,9 +78,14 @@ export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: 
   };
 }
 
-/** 1-255 characters (code points: an emoji is one), no control character, well-formed UTF-16. */
+/** `U+202E`: how a message names a character it refuses. */
+function codePoint(c: string): string {
+  return `U+${c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
+/** 1-255 characters (code points: an emoji is one), nothing NOT_NAME_TEXT names, well-formed UTF-16. */
 function goodName(name: string): boolean {
-  if (name.length === 0 || name.length > 510 || /[\u0000-\u001f\u007f]/.test(name) || LONE_SURROGATE.test(name)) return false;
+  if (name.length === 0 || name.length > 510 || NOT_NAME_TEXT.test(name) || LONE_SURROGATE.test(name)) return false;
   let n = 0;
   for (const _ of name) if (++n > 255) return false;
   return true;

@@ -1,15 +1,24 @@
 /**
- * `GET /artifacts/{id}` (and HEAD): the bytes an `artifact` part refers to, for principals of the
- * artifact's tenant only.
+ * `GET /artifacts/{id}` (and HEAD): the bytes an `artifact` part refers to, while the session
+ * that put them exists, for principals who may read that session.
  *
- * Contract: authentication is the server's hook (401/403 as everywhere). An unknown id, an id of
- * the wrong form and an artifact of another tenant all answer the same 404 `artifact.not_found`,
- * so ids cannot be probed. The body is served with the recorded mime type, `nosniff` and a
+ * Contract: a request carries a credential (authentication is the server's hook: 401/403 as
+ * everywhere) or a signed link (`?exp=…&sig=…`, made by the `links` it is given; no credential
+ * needed until it expires). Either way the artifact's session must still exist, and with a
+ * credential the principal must be of its tenant: the rule of `GET /sessions/{id}`. An unknown
+ * id, an id of the wrong form, an artifact of another tenant and one of a deleted session all
+ * answer the same 404 `artifact.not_found`, so ids cannot be probed; a link that was changed or
+ * has expired is a 403 (`artifact.link_invalid`, `artifact.link_expired`). The body is streamed
+ * from the store (`open`; HEAD reads no bytes) with the recorded mime type, `nosniff` and a
  * sandboxing CSP; only passive types (images, PDF, plain text, CSV, JSON) are `inline`, anything
  * else (HTML, SVG, scripts) is an `attachment`, so an artifact never runs as the page's origin.
+ * Responses are `private, no-cache` with the id as ETag (`If-None-Match` gets a 304 once the
+ * request passed the same checks) and `Vary: Authorization`: deleting the session revokes them.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ArtifactStore } from '../api.js';
+import { pipeline } from 'node:stream/promises';
+import type { ArtifactRecord, ArtifactStore, SessionRuntime } from '../api.js';
+import type { ArtifactLinks } from '../envelope/artifact-links.js';
 import { authenticateRequest, HttpError, requestUrl, sameTenant, sendError } from './http.js';
 import type { Authenticate, HttpTransport } from './types.js';
 
@@ -17,8 +26,12 @@ const PREFIX = '/artifacts/';
 const INLINE = /^(?:image\/(?:png|jpeg|gif|webp|avif)|application\/pdf|text\/plain|text\/csv|application\/json)(?:;|$)/i;
 
 export interface ArtifactsTransportOptions {
+  /** Whose sessions the artifacts belong to: an artifact is served only while its session exists. */
+  runtime: SessionRuntime;
   artifacts: ArtifactStore;
   authenticate?: Authenticate;
+  /** Verifies signed links (`createArtifactLinks`, the same object channels sign with); without it only credentials are accepted. */
+  links?: Pick<ArtifactLinks, 'verify'>;
 }
 
 /** RFC 6266 / 5987 filename parameter (ASCII fallback plus the UTF-8 form). */
@@ -30,43 +43,101 @@ function disposition(kind: 'inline' | 'attachment', name: string | undefined): s
   return `${kind}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
+/** Whether an `If-None-Match` value names `etag` (weak comparison, RFC 9110 §13.1.2; `*` names any). */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (ifNoneMatch === undefined) return false;
+  return ifNoneMatch.split(',').some((t) => {
+    const tag = t.trim();
+    return tag === '*' || tag.replace(/^W\//, '') === etag;
+  });
+}
+
+const notFound = (): HttpError => new HttpError(404, 'artifact.not_found', 'no such artifact', { headers: { vary: 'Authorization' } });
+
 export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpTransport {
-  const { artifacts } = opts;
+  const { runtime, artifacts, links } = opts;
+  if (runtime === undefined || runtime === null || typeof runtime.session !== 'function') {
+    throw new TypeError('createArtifactsTransport({ runtime, artifacts }): runtime is required, since an artifact is served only while its session exists');
+  }
+  if (artifacts === undefined || artifacts === null || typeof artifacts.head !== 'function') {
+    throw new TypeError('createArtifactsTransport({ runtime, artifacts }): artifacts must be an ArtifactStore (e.g. runtime.artifacts)');
+  }
+
+  /** The record when the request may read it; else the refusal it gets. */
+  const admit = async (req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<ArtifactRecord | HttpError | undefined> => {
+    const exp = url.searchParams.get('exp');
+    const sig = url.searchParams.get('sig');
+    const signed = links !== undefined && (exp !== null || sig !== null);
+    let tenantOk: (tenantId: string | undefined) => boolean = () => true;
+    if (signed) {
+      const check = links.verify(id, exp, sig);
+      if (!check.ok && check.reason === 'expired') return new HttpError(403, 'artifact.link_expired', `this artifact link expired at ${check.expiredAt}: ask for a new one`);
+      if (!check.ok) return new HttpError(403, 'artifact.link_invalid', 'this artifact link is not valid: it was changed, or this server did not make it');
+    } else {
+      const principal = await authenticateRequest(req, res, opts.authenticate);
+      if (principal === undefined) return undefined; // answered (401/403)
+      tenantOk = (tenantId) => sameTenant(principal, tenantId);
+    }
+    const record = artifacts.head(id);
+    if (record === undefined || !tenantOk(record.tenantId)) return notFound();
+    const session = await runtime.session(record.sessionId);
+    if (session === undefined || !tenantOk(session.record.tenantId)) return notFound();
+    return record;
+  };
+
   return {
     name: 'artifacts',
     async handle(req: IncomingMessage, res: ServerResponse) {
-      const path = requestUrl(req).pathname;
+      const url = requestUrl(req);
+      const path = url.pathname;
       if (!path.startsWith(PREFIX)) return false;
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendError(res, new HttpError(405, 'method.not_allowed', `${req.method ?? ''} is not allowed on ${PREFIX}{id}: use GET or HEAD`, { headers: { allow: 'GET, HEAD' } }));
         return true;
       }
-      const principal = await authenticateRequest(req, res, opts.authenticate);
-      if (principal === undefined) return true;
       const id = path.slice(PREFIX.length);
-      const notFound = new HttpError(404, 'artifact.not_found', 'no such artifact');
-      const record = artifacts.head(id);
-      if (record === undefined || !sameTenant(principal, record.tenantId)) {
-        sendError(res, notFound);
+      const admitted = await admit(req, res, id, url);
+      if (admitted === undefined) return true;
+      if (admitted instanceof HttpError) {
+        sendError(res, admitted);
         return true;
       }
-      const data = req.method === 'HEAD' ? undefined : await artifacts.read(id);
-      if (req.method === 'GET' && data === undefined) {
-        sendError(res, notFound);
+      const etag = `"${admitted.artifactId}"`;
+      const cache = { 'cache-control': 'private, no-cache', etag, vary: 'Authorization' };
+      if (matches(req.headers['if-none-match'], etag)) {
+        res.writeHead(304, cache);
+        res.end();
         return true;
       }
+      // GET opens the bytes before answering, so a store that lost them answers 404, not a cut body.
+      const body = req.method === 'HEAD' ? undefined : artifacts.open ? await artifacts.open(id) : await readWhole(artifacts, id, admitted);
+      if (req.method === 'GET' && body === undefined) {
+        sendError(res, notFound());
+        return true;
+      }
+      const record = body?.record ?? admitted;
       res.writeHead(200, {
         'content-type': record.mimeType,
         'content-length': String(record.sizeBytes),
         'content-disposition': disposition(INLINE.test(record.mimeType) ? 'inline' : 'attachment', record.name),
         'x-content-type-options': 'nosniff',
         'content-security-policy': "default-src 'none'; sandbox",
-        'cache-control': 'private, max-age=31536000, immutable',
-        etag: `"${record.artifactId}"`,
+        ...cache,
       });
-      res.end(data);
+      if (body === undefined || body.data instanceof Uint8Array) {
+        res.end(body?.data);
+        return true;
+      }
+      // Streamed with backpressure; a client that goes away ends the read (and closes the file).
+      await pipeline(body.data, res).catch(() => res.destroy());
       return true;
     },
     async close() {},
   };
+}
+
+/** A store without `open`: its `read` (the whole artifact in memory, as such a store keeps it). */
+async function readWhole(artifacts: ArtifactStore, id: string, record: ArtifactRecord): Promise<{ record: ArtifactRecord; data: Uint8Array } | undefined> {
+  const data = await artifacts.read(id);
+  return data === undefined ? undefined : { record, data };
 }

@@ -124,7 +124,7 @@ describe('artifacts: produced by tools, referenced by parts, served over HTTP', 
       const t = tenants[(req.headers.authorization ?? '').replace(/^Bearer /, '')];
       return t ? { ok: true, principal: { userId: `u-${t}`, tenantId: t } } : { ok: false, status: 401, message: 'who are you?' };
     };
-    const server = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ artifacts: rt.artifacts, authenticate })] });
+    const server = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: rt.artifacts, authenticate })] });
     try {
       const s = await rt.createSession({ actor: 'desk', tenantId: 'acme' });
       await (await s.send('export the fares')).settled;

@@ -194,7 +194,9 @@ describe('envelope: partial envelopes (spec 001 "Partial envelopes")', () => {
   });
 
   it('envelope:partial:no-surface — data without a surface: domain-data and llm-context, no a2ui-surface', () => {
-    const env = assemble([text('response', 'Two flights.'), data('domain-data', { n: 2 }), text('llm-context', 'Two direct flights.')]);
+    // llm-context is produced for a consumer only (spec 001): this turn's originator consumes it.
+    const parts = [text('response', 'Two flights.'), data('domain-data', { n: 2 }), text('llm-context', 'Two direct flights.')];
+    const env = assembleEnvelope({ partTypes, parts, mailbox: [], sessionId: 'sess_abc123', turnId: T, producedAt: at, finalizedBy: 'complete', consumesLlmContext: true });
     expect(env.parts.map((p) => p.metadata.partType)).toEqual(['response', 'domain-data', 'llm-context']);
   });
 

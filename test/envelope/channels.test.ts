@@ -30,8 +30,9 @@ function registries() {
 }
 
 describe('delivery: text renderings', () => {
-  it('delivery:render:artifact — an artifact renders as name: url, or as an artifact: reference without a URL', () => {
-    expect(renderPartText(data('artifact', { artifactId: 'a1', mimeType: 'image/png', sizeBytes: 9, name: 'map.png', url: 'https://cdn.example/a1' }))).toBe('map.png: https://cdn.example/a1');
+  it('delivery:render:artifact — an artifact renders as name: link from the link maker, never a url of the part, or as an artifact: reference without one', () => {
+    expect(renderPartText(data('artifact', { artifactId: 'a1', mimeType: 'image/png', sizeBytes: 9, name: 'map.png', url: 'https://cdn.example/a1' }))).toBe('map.png: artifact:a1');
+    expect(renderPartText(data('artifact', { artifactId: 'a1', mimeType: 'image/png', sizeBytes: 9, name: 'map.png' }), { artifactUrl: (id) => `https://desk.example/artifacts/${id}?sig=x` })).toBe('map.png: https://desk.example/artifacts/a1?sig=x');
     expect(renderPartText(data('artifact', { artifactId: 'a1', mimeType: 'image/png', sizeBytes: 9 }))).toBe('a1: artifact:a1');
   });
 
@@ -39,9 +40,9 @@ describe('delivery: text renderings', () => {
     expect(renderPartText(data('approval-request', { tool: 'book_flight', args: { flightId: 'TS205' } }))).toBe('Approval needed: book_flight {"flightId":"TS205"}');
   });
 
-  it('delivery:render:citation — title and URL; a text citation its text', () => {
+  it('delivery:render:citation — title and URL; a text citation its text as the source ("a citation is `Source: title (url)`")', () => {
     expect(renderPartText(data('citation', { path: '/x', title: 'Fares', url: 'https://f.example' }))).toBe('Source: Fares (https://f.example)');
-    expect(renderPartText({ text: 'The fare sheet', metadata: { partType: 'citation', path: '/x' } })).toBe('The fare sheet');
+    expect(renderPartText({ text: 'The fare sheet', metadata: { partType: 'citation', path: '/x' } })).toBe('Source: The fare sheet');
   });
 });
 

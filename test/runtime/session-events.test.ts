@@ -251,8 +251,11 @@ describe('part.delta is provisional', () => {
 });
 
 describe('subscriber isolation', () => {
-  it('events:subscriber-throws — a subscriber that throws affects neither the turn nor other subscribers', async () => {
+  it('events:subscriber-throws — a subscriber that throws affects neither the turn nor other subscribers; its error is reported (a process warning), not rethrown by RxJS', async () => {
     const captured: unknown[] = [];
+    const warned: string[] = [];
+    const onWarning = (w: Error & { code?: string }): void => void (w.code === 'TURNSTATE_OBSERVER_ERROR' && warned.push(w.message));
+    process.on('warning', onWarning);
     const prev = rxConfig.onUnhandledError;
     rxConfig.onUnhandledError = (e) => void captured.push(e);
     try {
@@ -268,9 +271,13 @@ describe('subscriber isolation', () => {
       expect(out.finalizedBy).toBe('complete');
       checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
       await new Promise((r) => setTimeout(r, 5));
-      expect(captured.length).toBeGreaterThan(0);
+      // Contained (router:streams:errors-contained): reported, never RxJS's unhandled error (which ends the process).
+      expect(captured).toEqual([]);
+      expect(warned.length).toBeGreaterThan(0);
+      expect(warned[0]).toContain('bad subscriber');
     } finally {
       rxConfig.onUnhandledError = prev;
+      process.off('warning', onWarning);
     }
   });
 });

@@ -114,6 +114,6 @@ describe('artifact store: file', () => {
     const b = createFileArtifactStore({ dir });
     expect(b.head(r.artifactId)).toEqual(r);
     expect(new TextDecoder().decode((await b.read(r.artifactId))!)).toBe('ticket');
-    expect(readdirSync(dir).sort()).toEqual([`${r.artifactId}.bin`, `${r.artifactId}.json`]);
+    expect(readdirSync(dir).sort()).toEqual([`${r.artifactId}.bin`, `${r.artifactId}.json`, 'sessions']);
   });
 });

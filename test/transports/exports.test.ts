@@ -25,7 +25,7 @@ describe('package exports for embedders', () => {
       import { createRuntime, createScriptedModel, createMemoryArtifactStore, startServer, healthTransport, createArtifactsTransport } from 'turnstate';
       import { createStreamsTransport } from 'turnstate/streams';
       const runtime = createRuntime({ model: createScriptedModel({ rules: [] }), artifacts: createMemoryArtifactStore() });
-      const server = await startServer({ runtime, port: 0, transports: [healthTransport(), createArtifactsTransport({ artifacts: runtime.artifacts }), createStreamsTransport({ runtime })] });
+      const server = await startServer({ runtime, port: 0, transports: [healthTransport(), createArtifactsTransport({ runtime, artifacts: runtime.artifacts }), createStreamsTransport({ runtime })] });
       const health = await (await fetch(server.url + '/healthz')).json();
       const artifact = await fetch(server.url + '/artifacts/art_AAAAAAAAAAAAAAAAAAAAAA');
       console.log(JSON.stringify({ health, artifact: [artifact.status, (await artifact.json()).error.code] }));

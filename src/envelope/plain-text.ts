@@ -1,0 +1,94 @@
+/**
+ * Markdown as plain text, for the body of a human channel (SMS, email, WhatsApp: spec 001 "response
+ * rendered to plain text"). Parsed by `marked` (CommonMark and GFM), written back by a renderer
+ * that keeps the words and drops the markup.
+ *
+ * Contract: total (never throws: text marked cannot parse is returned as it is) and deterministic.
+ * - Headings and paragraphs are their text, one blank line between blocks; emphasis, strikethrough
+ *   and code markers are removed, backslash escapes resolved.
+ * - A link is `text (url)`; a bare or autolinked URL (link text equal to the URL) stays the URL; an
+ *   image is `alt (url)`.
+ * - List items keep their bullet (`* `, or `n. ` in an ordered list) and nested items are indented
+ *   by two spaces; a task item keeps `[ ]` / `[x]`.
+ * - Code blocks keep their content (without the fences or the language); a quote is its text; a
+ *   table is one line per row, cells separated by ` | `; raw HTML is kept as written.
+ * - Nothing is shortened or split (a channel's length limits are its sender's).
+ */
+import { Marked, type Tokens } from 'marked';
+
+const plain = new Marked({
+  gfm: true,
+  async: false,
+  renderer: {
+    space: () => '',
+    heading({ tokens }) {
+      return `${this.parser.parseInline(tokens)}\n\n`;
+    },
+    paragraph({ tokens }) {
+      return `${this.parser.parseInline(tokens)}\n\n`;
+    },
+    blockquote({ tokens }) {
+      return this.parser.parse(tokens);
+    },
+    code: ({ text }) => `${text}\n\n`,
+    hr: () => '\n',
+    html: ({ text }) => text,
+    list(token) {
+      const start = typeof token.start === 'number' ? token.start : 1;
+      const items = token.items.map((item, i) => {
+        const bullet = token.ordered ? `${start + i}. ` : '* ';
+        const task = item.task ? (item.checked ? '[x] ' : '[ ] ') : '';
+        // Block by block: in a tight item the text and a nested list have no break between them.
+        const body = item.tokens.map((t) => this.parser.parse([t]).trim()).filter((b) => b !== '').join('\n');
+        return bullet + task + body.replace(/\n+/g, '\n  ');
+      });
+      return `${items.join('\n')}\n\n`;
+    },
+    checkbox: () => '',
+    table(token: Tokens.Table) {
+      const row = (cells: Tokens.TableCell[]): string => cells.map((c) => this.parser.parseInline(c.tokens)).join(' | ');
+      return `${[row(token.header), ...token.rows.map(row)].join('\n')}\n\n`;
+    },
+    strong({ tokens }) {
+      return this.parser.parseInline(tokens);
+    },
+    em({ tokens }) {
+      return this.parser.parseInline(tokens);
+    },
+    del({ tokens }) {
+      return this.parser.parseInline(tokens);
+    },
+    codespan: ({ text }) => text,
+    br: () => '\n',
+    link({ href, tokens }) {
+      const text = this.parser.parseInline(tokens);
+      return text === '' || text === href || `mailto:${text}` === href ? text || href : `${text} (${href})`;
+    },
+    image: ({ href, text }) => (text === '' ? href : `${text} (${href})`),
+    text(token) {
+      return 'tokens' in token && token.tokens !== undefined ? this.parser.parseInline(token.tokens) : decodeEntities(token.text);
+    },
+  },
+});
+
+const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
+
+/** The character references a writer of markdown uses most (`&amp;`, `&#39;`, `&#x2014;`); others stay as written. */
+function decodeEntities(text: string): string {
+  if (!text.includes('&')) return text;
+  return text.replace(/&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-z]+));/g, (whole, dec?: string, hex?: string, name?: string) => {
+    if (name !== undefined) return ENTITIES[name] ?? whole;
+    const code = dec !== undefined ? Number(dec) : Number.parseInt(hex!, 16);
+    return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+  });
+}
+
+/** `markdown` as plain text (see the contract above); text without markup comes back unchanged but for trimmed ends. */
+export function markdownToPlainText(markdown: string): string {
+  if (markdown === '') return '';
+  try {
+    return (plain.parse(markdown) as string).trim();
+  } catch {
+    return markdown;
+  }
+}

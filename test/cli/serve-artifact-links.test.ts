@@ -1,0 +1,53 @@
+/**
+ * `turnstate serve` makes signed artifact links (docs/concepts/artifacts.md "Links and channels"):
+ * from its listening URL, or `TURNSTATE_PUBLIC_URL`, with a secret it keeps in the data directory,
+ * so a link sent before a restart still opens after it.
+ */
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { serve } from '../../src/cli/serve.js';
+import type { TurnstateRuntime } from '../../src/runtime.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'turnstate-serve-links-'));
+  dirs.push(d);
+  return d;
+};
+
+describe('turnstate serve: artifact links', () => {
+  it('artifacts:link:serve — "turnstate serve makes its links from its listening URL … and a secret it keeps in <data-dir>/artifact-links.key (made on first start, owner-only)": a link opens without a credential, before and after a restart', async () => {
+    const dataDir = tempDir();
+    const env = { TURNSTATE_API_KEYS: JSON.stringify({ ka: { userId: 'alice', tenantId: 'A' } }) };
+    const first = await serve({ port: 0, host: '127.0.0.1', dataDir, env, log: () => {} });
+    let link: string;
+    let sessionId: string;
+    try {
+      const session = await first.runtime.createSession({ actor: 'triage', tenantId: 'A' });
+      sessionId = session.id;
+      const r = await (first.runtime as TurnstateRuntime).artifacts.put({ data: new TextEncoder().encode('secret,A\n'), mimeType: 'text/csv', name: 'a.csv', sessionId, tenantId: 'A' });
+      link = first.artifactLinks.url(r.artifactId);
+      expect(link.startsWith(`${first.url}/artifacts/${r.artifactId}?exp=`)).toBe(true);
+      expect((await fetch(link)).status).toBe(200);
+      expect((await fetch(`${first.url}/artifacts/${r.artifactId}`)).status).toBe(401);
+      expect(statSync(join(dataDir, 'artifact-links.key')).mode & 0o777).toBe(0o600);
+    } finally {
+      await first.close();
+    }
+    const second = await serve({ port: 0, host: '127.0.0.1', dataDir, env: { ...env, TURNSTATE_PUBLIC_URL: 'https://desk.example.com' }, log: () => {} });
+    try {
+      const again = new URL(link);
+      const opened = await fetch(`${second.url}${again.pathname}${again.search}`);
+      expect(opened.status).toBe(200);
+      expect(await opened.text()).toBe('secret,A\n');
+      expect(second.artifactLinks.url('art_AAAAAAAAAAAAAAAAAAAAAA')).toMatch(/^https:\/\/desk\.example\.com\/artifacts\/art_AAAAAAAAAAAAAAAAAAAAAA\?exp=\d+&sig=/);
+    } finally {
+      await second.close();
+    }
+  });
+});

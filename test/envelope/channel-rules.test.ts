@@ -1,0 +1,169 @@
+/**
+ * Each channel by its own rule (docs/concepts/delivery.md "per channel"), and what a human
+ * channel's body says: plain text from markdown, a text citation's source.
+ */
+import { describe, expect, it } from 'vitest';
+import { renderForChannel, type ChannelMessage } from '../../src/envelope/channels.js';
+import { createDelivery } from '../../src/envelope/delivery.js';
+import { markdownToPlainText } from '../../src/envelope/plain-text.js';
+import { renderPartText } from '../../src/envelope/render.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
+import type { PartTypeMeta } from '../../src/registries/types.js';
+import { createRuntime } from '../../src/runtime.js';
+import type { Part } from '../../src/types.js';
+import { AUDIO } from './turn.fixture.js';
+
+const text = (partType: string, t: string, meta: Record<string, unknown> = {}): Part => ({ text: t, metadata: { partType, ...meta } });
+const data = (partType: string, d: Record<string, unknown>): Part => ({ data: d, metadata: { partType } });
+const respond = (parts: Part[], turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts, turnState } });
+
+/** In the envelope, dropped by buffered delivery, attached on email and WhatsApp by their own rules. */
+const VOICE_NOTE: { id: string; meta: PartTypeMeta } = {
+  id: 'voice-note',
+  meta: {
+    description: 'A recorded note for email only.',
+    streamingPreferred: false,
+    dataBearing: false,
+    delivery: { streaming: 'deliver', buffered: 'drop' },
+    channels: { email: 'attach', whatsapp: 'attach' },
+    inEnvelope: true,
+    modelEmittable: true,
+    carries: 'data',
+    serialisation: 'base64',
+  },
+};
+
+/** One settled turn of a fresh runtime whose model answers with `parts`. */
+async function settle(parts: Part[], register: (rt: ReturnType<typeof createRuntime>) => void = () => {}) {
+  const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, 'complete')] } }] }) });
+  register(rt);
+  rt.registries.actors.register({ name: 'a', system: 'x' });
+  const s = await rt.createSession({ actor: 'a' });
+  const outcome = await (await s.send('hello')).settled;
+  const delivery = createDelivery(rt.registries.partTypes);
+  await rt.close();
+  return { outcome, delivery };
+}
+
+/** How many parts a message placed: body pieces, attachments, webhook parts, dropped. */
+const placed = (m: ChannelMessage): number => m.dropped.length + m.attachments.length + (m.parts?.length ?? 0) + (m.text === '' ? 0 : m.text.split('\n\n').length);
+
+describe('delivery: a channel by its own rule', () => {
+  const audio = data('audio', { mimeType: 'audio/ogg', base64: 'T2dnUw==' });
+  const note = data('voice-note', { mimeType: 'audio/ogg', base64: 'T2dnUw==' });
+  const reply = text('response', 'Here is your voice summary.');
+
+  it('delivery:consumer:own-metadata — "a consumer part type is delivered by its own registered metadata (spec 000\'s audio: ... attached on WhatsApp)": the buffered view carries audio to WhatsApp, though buffered delivery and the envelope leave it out', async () => {
+    const { outcome, delivery } = await settle([audio, note, reply], (rt) => {
+      rt.registries.partTypes.register(AUDIO);
+      rt.registries.partTypes.register(VOICE_NOTE);
+    });
+    expect(outcome.envelope!.parts.map((p) => p.metadata.partType)).toEqual(['voice-note', 'response']);
+    const view = delivery.buffered({ envelope: outcome.envelope, parts: outcome.parts });
+    // What A2A message/send and MCP get is unchanged: the buffered rule drops both.
+    expect(view.parts).toEqual([reply]);
+    expect(view.envelope!.parts).toEqual([reply]);
+    const whatsapp = renderForChannel(delivery, 'whatsapp', view);
+    expect(whatsapp.text).toBe(reply.text);
+    expect(whatsapp.attachments.map((a) => [a.partType, a.serialisation, a.mimeType])).toEqual([
+      ['voice-note', 'base64', 'audio/ogg'],
+      ['audio', 'base64', 'audio/ogg'],
+    ]);
+    expect(whatsapp.attachments[1]!.part).toBe(outcome.parts[0]);
+  });
+
+  it('delivery:channels:own-rule — "A channel without its own rule uses the buffered rule", and one with its own rule uses that: both documented inputs give the same message for the envelope\'s parts, and every part lands in exactly one bucket', async () => {
+    const { outcome, delivery } = await settle([audio, note, reply], (rt) => {
+      rt.registries.partTypes.register(AUDIO);
+      rt.registries.partTypes.register(VOICE_NOTE);
+    });
+    const envelope = outcome.envelope!;
+    const view = delivery.buffered({ envelope, parts: outcome.parts });
+    const expected = {
+      email: { text: reply.text, attachments: ['voice-note'], dropped: ['audio'] },
+      sms: { text: reply.text, attachments: [], dropped: ['voice-note', 'audio'] },
+      whatsapp: { text: reply.text, attachments: ['voice-note', 'audio'], dropped: [] },
+      webhook: { text: '', attachments: [], dropped: ['voice-note', 'audio'] },
+    } as const;
+    for (const ch of CHANNEL_KINDS) {
+      const fromView = renderForChannel(delivery, ch, view);
+      expect({ text: fromView.text, attachments: fromView.attachments.map((a) => a.partType), dropped: fromView.dropped }, ch).toEqual(expected[ch]);
+      expect(placed(fromView), ch).toBe(view.channelParts!.length);
+      // The envelope alone holds the envelope's parts: the same message, less what is outside it (audio).
+      const fromEnvelope = renderForChannel(delivery, ch, envelope);
+      expect(fromEnvelope.text, ch).toBe(fromView.text);
+      expect(fromEnvelope.attachments, ch).toEqual(fromView.attachments.filter((a) => a.partType !== 'audio'));
+      expect(fromEnvelope.dropped, ch).toEqual(fromView.dropped.filter((t) => t !== 'audio'));
+      expect(placed(fromEnvelope), ch).toBe(envelope.parts.length);
+    }
+    const hook = renderForChannel(delivery, 'webhook', view);
+    expect(hook.envelope).toEqual({ ...envelope, parts: [reply] });
+    expect(hook.parts).toEqual([reply]);
+  });
+
+  it('delivery:channels:own-rule — a turn without envelope-only differences keeps the plain view (no channelParts), and the view stays what buffered transports get', async () => {
+    const { outcome, delivery } = await settle([text('ack', 'One moment.'), reply, data('domain-data', { ref: 'R1' })]);
+    const view = delivery.buffered(outcome);
+    expect(view.channelParts).toBeUndefined();
+    expect(view.parts.map((p) => p.metadata.partType)).toEqual(['response', 'domain-data']);
+    expect(renderForChannel(delivery, 'email', view).attachments.map((a) => a.partType)).toEqual(['domain-data']);
+  });
+});
+
+describe('delivery: a human channel\'s body is plain text', () => {
+  const MD = '## Your options\n\n* **EJ4521** — £94 ([book](https://fares.example/EJ4521))\n* `BA2043` — £187';
+  const PLAIN = 'Your options\n\n* EJ4521 — £94 (book (https://fares.example/EJ4521))\n* BA2043 — £187';
+
+  it('delivery:channels:plain-text — spec 001: the response is "rendered to plain text" on SMS, email and WhatsApp: headings their text, emphasis and code markers gone, a link as text (url), bullets kept; the webhook carries it as written', async () => {
+    const reply = text('response', MD);
+    const { outcome, delivery } = await settle([reply]);
+    const view = delivery.buffered(outcome);
+    for (const ch of ['sms', 'email', 'whatsapp'] as const) expect(renderForChannel(delivery, ch, view).text, ch).toBe(PLAIN);
+    expect(renderForChannel(delivery, 'webhook', view).parts).toEqual([reply]);
+    // The streaming transports and AAP carry the text as written too.
+    expect(delivery.apply(reply, 'deliver')).toBe(reply);
+  });
+
+  it('delivery:channels:plain-text — each markdown form as plain text, nothing shortened', () => {
+    const cases: [string, string][] = [
+      ['# Title\n\nBody.', 'Title\n\nBody.'],
+      ['Setext\n======\n\ntext', 'Setext\n\ntext'],
+      ['**bold**, __strong__, *em*, _em_, ~~gone~~, `code`', 'bold, strong, em, em, gone, code'],
+      ['[book](https://fares.example/EJ4521 "Fares")', 'book (https://fares.example/EJ4521)'],
+      ['see https://fares.example and <https://x.example>', 'see https://fares.example and https://x.example'],
+      ['![map](https://m.example/p.png)', 'map (https://m.example/p.png)'],
+      ['- one\n- two', '* one\n* two'],
+      ['3. three\n4. four', '3. three\n4. four'],
+      ['1. one\n   - nested *a*\n   - nested b\n2. two', '1. one\n  * nested a\n  * nested b\n2. two'],
+      ['- [ ] open\n- [x] done', '* [ ] open\n* [x] done'],
+      ['```js\nconst a = 1 < 2;\n// **not bold**\n```', 'const a = 1 < 2;\n// **not bold**'],
+      ['    indented code', 'indented code'],
+      ['> quoted **bold**\n\nafter', 'quoted bold\n\nafter'],
+      ['| a | b |\n|---|---|\n| 1 | 2 |', 'a | b\n1 | 2'],
+      ['\\*not emphasis\\* AT&amp;T &#8364;5', '*not emphasis* AT&T €5'],
+      ['line one\nline two  \nline three', 'line one\nline two\nline three'],
+      ['Plain text, my_file_name.csv, 5 * 3 = 15 & <b>kept</b>.', 'Plain text, my_file_name.csv, 5 * 3 = 15 & <b>kept</b>.'],
+      ['', ''],
+    ];
+    for (const [md, plain] of cases) expect(markdownToPlainText(md), md).toBe(plain);
+    const long = `${'word '.repeat(400)}end`;
+    expect(markdownToPlainText(long)).toBe(long);
+  });
+});
+
+describe('delivery: a text citation on a channel', () => {
+  it('delivery:render:citation-text — "a citation is `Source: title (url)`": a text-only citation (metadata.path) is its source in an email body, with the URL when metadata names one', async () => {
+    expect(renderPartText(text('citation', 'easyJet fare page', { path: '/x' }))).toBe('Source: easyJet fare page');
+    expect(renderPartText(text('citation', 'easyJet fare page', { path: '/x', url: 'https://fares.example/EJ4521' }))).toBe('Source: easyJet fare page (https://fares.example/EJ4521)');
+    const { outcome, delivery } = await settle([
+      text('response', 'EJ4521 is cheapest.'),
+      data('domain-data', { flights: [{ id: 'EJ4521' }] }),
+      text('citation', 'easyJet fare page', { path: '/flights/0' }),
+      data('citation', { title: 'easyJet fare page', url: 'https://fares.example/EJ4521', path: '/flights/0' }),
+    ]);
+    expect(outcome.envelope!.meta.warnings).toBeUndefined();
+    const email = renderForChannel(delivery, 'email', delivery.buffered(outcome));
+    expect(email.text.split('\n\n')).toEqual(['EJ4521 is cheapest.', 'Source: easyJet fare page', 'Source: easyJet fare page (https://fares.example/EJ4521)']);
+  });
+});
