@@ -11,6 +11,7 @@ import { renderForChannel } from '../../src/envelope/channels.js';
 import type { ArtifactRef } from '../../src/registries/types.js';
 import type { TurnstateRuntime } from '../../src/runtime.js';
 import { answer, dataPart, harness, part, respond, toolUse } from '../runtime/helpers.js';
+import { registerExportFares } from './turn.fixture.js';
 
 const CSV = 'flight,price\nTS205,42\n';
 const CSV_BYTES = Buffer.byteLength(CSV);
@@ -37,18 +38,7 @@ function desk(artifactPart: (id: string) => Record<string, unknown>) {
   };
   const { rt } = harness(script);
   const refs: ArtifactRef[] = [];
-  rt.registries.tools.register({
-    name: 'export_fares',
-    description: 'Exports the fares as CSV.',
-    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-    scope: 'generalist',
-    handler: async (_args, ctx) => {
-      const ref = await ctx.artifacts!.put({ mimeType: 'text/csv', data: CSV, name: 'fares.csv' });
-      refs.push(ref);
-      return ref;
-    },
-  });
-  rt.registries.actors.register({ name: 'desk', system: 'x', tools: ['export_fares'] });
+  registerExportFares(rt.registries, CSV, refs);
   return { rt, refs };
 }
 

@@ -13,6 +13,7 @@ import { createArtifactsTransport } from '../../src/transports/artifacts.js';
 import { startServer } from '../../src/transports/server.js';
 import type { Authenticate } from '../../src/transports/types.js';
 import { answer, dataPart, harness, part, respond, toolUse } from '../runtime/helpers.js';
+import { registerExportFares } from './turn.fixture.js';
 
 const CSV = 'flight,price\nTS205,42\nTS101,94\n';
 const CSV_BYTES = Buffer.byteLength(CSV);
@@ -31,20 +32,7 @@ function setup(artifactPart: (id: string) => Record<string, unknown>, opts: { ar
   };
   const h = harness(script, { ...(opts.artifacts ? { artifacts: opts.artifacts } : {}), ...(opts.store ? { store: opts.store } : {}) });
   const refs: ArtifactRef[] = [];
-  const register = (registries: typeof h.rt.registries) => {
-  registries.tools.register({
-    name: 'export_fares',
-    description: 'Exports the fares as CSV.',
-    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-    scope: 'generalist',
-    handler: async (_args, ctx) => {
-      const ref = await ctx.artifacts!.put({ mimeType: 'text/csv', data: CSV, name: 'fares.csv' });
-      refs.push(ref);
-      return ref;
-    },
-  });
-  registries.actors.register({ name: 'desk', system: 'x', tools: ['export_fares'] });
-  };
+  const register = (registries: typeof h.rt.registries) => registerExportFares(registries, CSV, refs);
   register(h.rt.registries);
   return { ...h, refs, register };
 }

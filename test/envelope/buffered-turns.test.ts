@@ -13,6 +13,7 @@ import type { ModelScript } from '../../src/models/script.js';
 import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { Envelope, Part } from '../../src/types.js';
+import { settleOnce } from './turn.fixture.js';
 
 const text = (partType: string, t: string): Part => ({ text: t, metadata: { partType } });
 const respond = (parts: Part[], turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts, turnState } });
@@ -86,24 +87,13 @@ describe('delivery: an answered approval on buffered channels', () => {
   });
 });
 
-/** One turn of a fresh session whose model answers `say` with respond(parts, turnState). */
-async function settle(parts: Part[], turnState: string, register?: (rt: ReturnType<typeof createRuntime>) => void) {
-  const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, turnState)] } }] }) });
-  register?.(rt);
-  rt.registries.actors.register({ name: 'a', system: 'x' });
-  const s = await rt.createSession({ actor: 'a' });
-  const outcome = await (await s.send('hello')).settled;
-  const delivery = createDelivery(rt.registries.partTypes);
-  await rt.close();
-  return { outcome, delivery };
-}
 
 describe('delivery: a turn without an envelope on buffered channels', () => {
   const SPEC = `"A clarification — a clarify part, turnState: 'clarifying', no envelope build."`;
 
   it(`delivery:channels:no-envelope — ${SPEC}: renderForChannel takes the buffered view of a clarifying or error turn and renders its part as plain text; the webhook carries the part`, async () => {
     for (const [part, state] of [[text('clarify', 'Which date do you want to fly?'), 'clarifying'], [text('error', 'I could not reach the airline.'), 'error']] as const) {
-      const { outcome, delivery } = await settle([part], state);
+      const { outcome, delivery } = await settleOnce([part], state);
       expect(outcome.finalizedBy).toBe(state);
       expect(outcome.envelope).toBeUndefined();
       const view = delivery.buffered({ envelope: outcome.envelope, parts: outcome.parts });
@@ -132,7 +122,7 @@ describe('delivery: a turn without an envelope on buffered channels', () => {
 
   it(`delivery:buffered:consumer-terminal — "Each part type declares per-transport delivery semantics via the PartTypeRegistry": a consumer terminal state with emitsEnvelope: false gives buffered transports its response (buffered: deliver), and email, SMS, WhatsApp and the webhook carry it`, async () => {
     const reply = text('response', 'A colleague will email you within the hour.');
-    const { outcome, delivery } = await settle([text('ack', 'One moment.'), reply], 'handed-to-human', (rt) =>
+    const { outcome, delivery } = await settleOnce([text('ack', 'One moment.'), reply], 'handed-to-human', (rt) =>
       rt.registries.turnStates.register({ id: 'handed-to-human', meta: { description: 'Handed to a human agent.', isTerminal: true, emitsEnvelope: false, holdsActor: false } }),
     );
     expect(outcome.finalizedBy).toBe('handed-to-human');

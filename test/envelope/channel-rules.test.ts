@@ -4,19 +4,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import { renderForChannel, type ChannelMessage } from '../../src/envelope/channels.js';
-import { createDelivery } from '../../src/envelope/delivery.js';
 import { markdownToPlainText } from '../../src/envelope/plain-text.js';
 import { renderPartText } from '../../src/envelope/render.js';
-import { createScriptedModel } from '../../src/models/scripted.js';
 import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
 import type { PartTypeMeta } from '../../src/registries/types.js';
-import { createRuntime } from '../../src/runtime.js';
 import type { Part } from '../../src/types.js';
-import { AUDIO } from './turn.fixture.js';
+import { AUDIO, settleOnce } from './turn.fixture.js';
 
 const text = (partType: string, t: string, meta: Record<string, unknown> = {}): Part => ({ text: t, metadata: { partType, ...meta } });
 const data = (partType: string, d: Record<string, unknown>): Part => ({ data: d, metadata: { partType } });
-const respond = (parts: Part[], turnState: string) => ({ type: 'tool_use' as const, name: 'respond', input: { parts, turnState } });
 
 /** In the envelope, dropped by buffered delivery, attached on email and WhatsApp by their own rules. */
 const VOICE_NOTE: { id: string; meta: PartTypeMeta } = {
@@ -34,17 +30,6 @@ const VOICE_NOTE: { id: string; meta: PartTypeMeta } = {
   },
 };
 
-/** One settled turn of a fresh runtime whose model answers with `parts`. */
-async function settle(parts: Part[], register: (rt: ReturnType<typeof createRuntime>) => void = () => {}) {
-  const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, 'complete')] } }] }) });
-  register(rt);
-  rt.registries.actors.register({ name: 'a', system: 'x' });
-  const s = await rt.createSession({ actor: 'a' });
-  const outcome = await (await s.send('hello')).settled;
-  const delivery = createDelivery(rt.registries.partTypes);
-  await rt.close();
-  return { outcome, delivery };
-}
 
 /** How many parts a message placed: body pieces, attachments, webhook parts, dropped. */
 const placed = (m: ChannelMessage): number => m.dropped.length + m.attachments.length + (m.parts?.length ?? 0) + (m.text === '' ? 0 : m.text.split('\n\n').length);
@@ -55,7 +40,7 @@ describe('delivery: a channel by its own rule', () => {
   const reply = text('response', 'Here is your voice summary.');
 
   it('delivery:consumer:own-metadata — "a consumer part type is delivered by its own registered metadata (spec 000\'s audio: ... attached on WhatsApp)": the buffered view carries audio to WhatsApp, though buffered delivery and the envelope leave it out', async () => {
-    const { outcome, delivery } = await settle([audio, note, reply], (rt) => {
+    const { outcome, delivery } = await settleOnce([audio, note, reply], 'complete', (rt) => {
       rt.registries.partTypes.register(AUDIO);
       rt.registries.partTypes.register(VOICE_NOTE);
     });
@@ -74,7 +59,7 @@ describe('delivery: a channel by its own rule', () => {
   });
 
   it('delivery:channels:own-rule — "A channel without its own rule uses the buffered rule", and one with its own rule uses that: both documented inputs give the same message for the envelope\'s parts, and every part lands in exactly one bucket', async () => {
-    const { outcome, delivery } = await settle([audio, note, reply], (rt) => {
+    const { outcome, delivery } = await settleOnce([audio, note, reply], 'complete', (rt) => {
       rt.registries.partTypes.register(AUDIO);
       rt.registries.partTypes.register(VOICE_NOTE);
     });
@@ -103,7 +88,7 @@ describe('delivery: a channel by its own rule', () => {
   });
 
   it('delivery:channels:own-rule — a turn without envelope-only differences keeps the plain view (no channelParts), and the view stays what buffered transports get', async () => {
-    const { outcome, delivery } = await settle([text('ack', 'One moment.'), reply, data('domain-data', { ref: 'R1' })]);
+    const { outcome, delivery } = await settleOnce([text('ack', 'One moment.'), reply, data('domain-data', { ref: 'R1' })]);
     const view = delivery.buffered(outcome);
     expect(view.channelParts).toBeUndefined();
     expect(view.parts.map((p) => p.metadata.partType)).toEqual(['response', 'domain-data']);
@@ -117,7 +102,7 @@ describe('delivery: a human channel\'s body is plain text', () => {
 
   it('delivery:channels:plain-text — spec 001: the response is "rendered to plain text" on SMS, email and WhatsApp: headings their text, emphasis and code markers gone, a link as text (url), bullets kept; the webhook carries it as written', async () => {
     const reply = text('response', MD);
-    const { outcome, delivery } = await settle([reply]);
+    const { outcome, delivery } = await settleOnce([reply]);
     const view = delivery.buffered(outcome);
     for (const ch of ['sms', 'email', 'whatsapp'] as const) expect(renderForChannel(delivery, ch, view).text, ch).toBe(PLAIN);
     expect(renderForChannel(delivery, 'webhook', view).parts).toEqual([reply]);
@@ -156,7 +141,7 @@ describe('delivery: a text citation on a channel', () => {
   it('delivery:render:citation-text — "a citation is `Source: title (url)`": a text-only citation (metadata.path) is its source in an email body, with the URL when metadata names one', async () => {
     expect(renderPartText(text('citation', 'easyJet fare page', { path: '/x' }))).toBe('Source: easyJet fare page');
     expect(renderPartText(text('citation', 'easyJet fare page', { path: '/x', url: 'https://fares.example/EJ4521' }))).toBe('Source: easyJet fare page (https://fares.example/EJ4521)');
-    const { outcome, delivery } = await settle([
+    const { outcome, delivery } = await settleOnce([
       text('response', 'EJ4521 is cheapest.'),
       data('domain-data', { flights: [{ id: 'EJ4521' }] }),
       text('citation', 'easyJet fare page', { path: '/flights/0' }),

@@ -8,6 +8,11 @@ import type { ModelScript } from '../../src/models/script.js';
 import { createRegistries } from '../../src/create-registries.js';
 import type { PartTypeMeta, Registries, ToolContext } from '../../src/registries/types.js';
 import type { Runtime } from '../../src/api.js';
+import { createDelivery } from '../../src/envelope/delivery.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { createRuntime } from '../../src/runtime.js';
+import type { Part } from '../../src/types.js';
+import { respond } from '../runtime/helpers.js';
 
 /** Spec 000's consumer example: streaming-preferred, dropped by buffered delivery, base64. */
 export const AUDIO: { id: string; meta: PartTypeMeta } = {
@@ -139,3 +144,31 @@ export const TURN_SCRIPT: ModelScript = {
     },
   ],
 };
+
+/** One settled turn of a fresh runtime whose model answers with respond(parts, turnState); `register` runs first. */
+export async function settleOnce(parts: Part[], turnState = 'complete', register: (rt: ReturnType<typeof createRuntime>) => void = () => {}) {
+  const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, turnState)] } }] }) });
+  register(rt);
+  rt.registries.actors.register({ name: 'a', system: 'x' });
+  const s = await rt.createSession({ actor: 'a' });
+  const outcome = await (await s.send('hello')).settled;
+  const delivery = createDelivery(rt.registries.partTypes);
+  await rt.close();
+  return { outcome, delivery };
+}
+
+/** The desk actor with `export_fares`, a tool that stores `csv` as an artifact (fares.csv) and returns its ref; each ref is pushed on `refs`. */
+export function registerExportFares(registries: Registries, csv: string, refs: unknown[]): void {
+  registries.tools.register({
+    name: 'export_fares',
+    description: 'Exports the fares as CSV.',
+    inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    scope: 'generalist',
+    handler: async (_args, ctx) => {
+      const ref = await ctx.artifacts!.put({ mimeType: 'text/csv', data: csv, name: 'fares.csv' });
+      refs.push(ref);
+      return ref;
+    },
+  });
+  registries.actors.register({ name: 'desk', system: 'x', tools: ['export_fares'] });
+}

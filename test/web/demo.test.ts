@@ -9,7 +9,6 @@ import { join, resolve } from 'node:path';
 import type { BrowserContext, Page, WebSocketRoute } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
-import type { ModelPort } from '../../src/machines/ports.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
@@ -18,25 +17,12 @@ import { createStreamsTransport } from '../../src/transports/streams/index.js';
 import type { Authenticate } from '../../src/transports/types.js';
 import type { Part, SessionEvent } from '../../src/types.js';
 import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { paced, servePage } from './page-server.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 const CHROMIUM_OK = haveChromium('test/web/demo');
-
-/** The scripted model, with a pause between stream events so a turn takes long enough to interrupt. */
-function paced(inner: ModelPort, ms: number): ModelPort {
-  return {
-    ...inner,
-    async *stream(req, signal) {
-      for await (const ev of inner.stream(req, signal)) {
-        await new Promise((r) => setTimeout(r, ms));
-        yield ev;
-      }
-    },
-  };
-}
 
 describe.skipIf(!CHROMIUM_OK)('web: the travel desk demo page in Chromium', () => {
   let server: RunningServer;

@@ -4,28 +4,14 @@
  * page must still show it where it was said.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ModelPort } from '../../src/machines/ports.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { RunningServer } from '../../src/transports/server.js';
 import { answer, part, respond } from '../runtime/helpers.js';
 import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { paced, servePage } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/double-texting');
-
-/** The scripted model with a pause between stream events, so the first answer is still streaming when the second message comes. */
-function paced(inner: ModelPort, ms: number): ModelPort {
-  return {
-    ...inner,
-    async *stream(req, signal) {
-      for await (const ev of inner.stream(req, signal)) {
-        await new Promise((r) => setTimeout(r, ms));
-        yield ev;
-      }
-    },
-  };
-}
 
 describe.skipIf(!CHROMIUM_OK)('web: a message that joins the running turn', () => {
   const story = 'Once upon a time there was a very long story that nobody wanted to hear to the end. '.repeat(6);

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import type { Runtime } from '../../src/api.js';
+import type { ModelPort } from '../../src/machines/ports.js';
 import type { AapAgentConfig } from '../../src/transports/aap/index.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
 import { startServer, type RunningServer } from '../../src/transports/server.js';
@@ -19,4 +20,17 @@ export async function servePage(runtime: Runtime, agents: AapAgentConfig[]): Pro
     port: 0,
     transports: [createAapTransport({ runtime, agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
   });
+}
+
+/** `inner` with a pause of `ms` before each stream event, so a turn takes long enough to interrupt. */
+export function paced(inner: ModelPort, ms: number): ModelPort {
+  return {
+    ...inner,
+    async *stream(req, signal) {
+      for await (const ev of inner.stream(req, signal)) {
+        await new Promise((r) => setTimeout(r, ms));
+        yield ev;
+      }
+    },
+  };
 }
