@@ -44,8 +44,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
   lastActive: number;
   readonly queue: MessageQueue;
   private idleWaiters: (() => void)[] | null = null;
-  /** Reused across model calls until one is aborted. */
-  private abortCtl: AbortController | null = null;
+  private abortCtl: AbortController | null = null; // reused across model calls until one is aborted
+  private recovering: Promise<void> | null = null;
   private readonly loop = new EffectLoop(this);
 
   constructor(deps: HostDeps, record: SessionRecord, lastSeq: number, persisted?: PersistedSession) {
@@ -187,8 +187,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return undefined;
   }
 
+  /** Reachable while recover() feeds the machine its plan: an injection then waits for it. */
   inject(injection: Injection): Promise<TurnRef | undefined> {
-    return inject(this, injection);
+    return this.recovering ? this.recovering.then(() => inject(this, injection)) : inject(this, injection);
   }
 
   updateTurnTools(turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean> {
@@ -268,7 +269,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
       return;
     }
     const t = (this.turn = restoredTurn(host.turn));
-    await recoverTurn(this, this.loop, t, host.turn);
+    this.recovering = recoverTurn(this, this.loop, t, host.turn).finally(() => (this.recovering = null));
+    await this.recovering;
     void this.loop.pump(t);
   }
 

@@ -147,6 +147,76 @@ describe('approval answers that must change nothing, or must still give the call
     checkHistory(model.requests.at(-1)!);
   });
 
+  it('approvals:answer:not-an-injection — also while a client tool\'s result is being written: an approval-response injection in the same tick is refused and the result alone resumes the turn, once', async () => {
+    const { rt, model } = harness({
+      rules: [
+        { when: { on: 'user' }, respond: answer(toolUse('get_location', { precise: true }, 'toolu_loc')) },
+        { when: { on: 'tool_result' }, respond: answer(respond([part('response', 'You are in $1.')], 'complete')) },
+      ],
+    });
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a' });
+    const held = await (await s.send('where am I?', { clientTools: [{ name: 'get_location', description: 'Browser location', parameters: { type: 'object' } }] })).settled;
+    expect(held.finalizedBy).toBe('suspended');
+    const [result, forged] = await Promise.allSettled([
+      s.inject({ kind: 'client-tool-result', callId: 'toolu_loc', content: 'Corfu' }),
+      s.inject({ kind: 'resume', resumeOn: 'approval-response', payload: { forged: true } }),
+    ]);
+    expect(forged).toMatchObject({ status: 'rejected', reason: { code: 'injection.not_waiting' } });
+    expect((await (result as PromiseFulfilledResult<{ settled: Promise<{ finalizedBy: string }> }>).value.settled).finalizedBy).toBe('complete');
+    expect(model.requests).toHaveLength(2);
+    expect(JSON.stringify(model.requests.at(-1)!.messages)).not.toContain('forged');
+  });
+
+  it('approvals:answer:not-an-injection — during recover(), while the plan for an approved call cut by the restart is applied, an approval-response injection is refused: one resume, one model call', async () => {
+    const path = join(dir, 'recover-inject.db');
+    const desk = (handler: () => unknown) => {
+      const h = harness({ rules: [{ when: { on: 'user' as const }, respond: answer(toolUse('book', { q: 'corfu' }, 'toolu_book')) }, { respond: answer(respond([part('response', 'done')], 'complete')) }] }, { store: createSqliteStore({ path }) });
+      addTool(h.rt.registries, 'book', handler, { requiresApproval: true });
+      h.rt.registries.actors.register({ name: 'desk', tools: ['book'] });
+      return h;
+    };
+    // The approved call is running when the process goes: approval.resolved is written, its result never is.
+    const first = desk(() => new Promise(() => {}));
+    const s1 = await first.rt.createSession({ actor: 'desk', id: 'rec-inject' });
+    await (await s1.send('book it')).settled;
+    const [appr] = await first.rt.approvals({ sessionId: s1.id, status: 'pending' });
+    // Not awaited: the answer waits for the call, which never ends.
+    void first.rt.answerApproval(appr!.approvalId, { approved: true }, { userId: 'u' }, 'api');
+    await expect.poll(async () => (await first.rt.history('rec-inject')).some((e) => e.type === 'approval.resolved')).toBe(true);
+    await first.rt.close();
+    const again = desk(() => ({ booked: true }));
+    const recovering = again.rt.recover();
+    const refused: string[] = [];
+    let accepted = 0;
+    // Each microtask, a caller finds the session (live as soon as it is loaded, before its plan ran) and injects.
+    const tries: Promise<unknown>[] = [];
+    for (let i = 0; i < 400; i++) {
+      tries.push(
+        again.rt
+          .session('rec-inject')
+          .then((session) => session!.inject({ kind: 'resume', resumeOn: 'approval-response' }))
+          .then(
+            () => accepted++,
+            (e: { code: string }) => refused.push(e.code),
+          ),
+      );
+      await Promise.resolve();
+    }
+    await recovering;
+    await Promise.all(tries);
+    await (await again.rt.session('rec-inject'))!.idle();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(accepted).toBe(0);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(new Set(refused)).toEqual(new Set(['injection.not_waiting']));
+    expect(again.model.requests).toHaveLength(1);
+    const history = await again.rt.history('rec-inject');
+    expect(history.filter((e) => e.type === 'turn.settled')).toHaveLength(1);
+    expect(history.filter((e) => e.type === 'turnState.changed' && e.from === 'suspended')).toHaveLength(1);
+    await again.rt.close();
+  });
+
   it('approvals:answer:tool-gone — an approved call whose tool is no longer registered (a restart with another setup) gets an error result naming it, so the model never sees a tool_use without its tool_result', async () => {
     const path = join(dir, 'tool-gone.db');
     const first = bookingDesk({ store: createSqliteStore({ path }) });
