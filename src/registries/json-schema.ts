@@ -6,6 +6,7 @@
  * compiled (its `$id` taken) until `release()`, which a registration that fails later calls, so a
  * refused registration leaves nothing behind.
  */
+import { createHash } from 'node:crypto';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -106,45 +107,74 @@ export class SchemaCompiler {
   }
 }
 
-/** A deep copy of a schema (structuredClone), deep-frozen: what a registered tool keeps and shows. */
+/**
+ * A deep copy of a schema's objects and arrays, deep-frozen: what a registered tool keeps and
+ * shows. Anything else in it (a function in an `x-` keyword, a RegExp, a Date) is kept as it is,
+ * unfrozen: it is the caller's. A subschema used twice stays one object; a Proxy is read like the
+ * object it shows.
+ */
 export function frozenCopy(schema: Record<string, unknown>): Record<string, unknown> {
-  return deepFreeze(structuredClone(schema));
+  return copyData(schema, new Map()) as Record<string, unknown>;
 }
 
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+function copyData(v: unknown, seen: Map<object, unknown>): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  const done = seen.get(v);
+  if (done !== undefined) return done;
+  if (Array.isArray(v)) {
+    const out: unknown[] = [];
+    seen.set(v, out);
+    for (const x of v) out.push(copyData(x, seen));
+    return Object.freeze(out);
   }
-  return v;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return v;
+  const out: Record<PropertyKey, unknown> = {};
+  seen.set(v, out);
+  for (const k of Reflect.ownKeys(v)) {
+    if (Object.prototype.propertyIsEnumerable.call(v, k)) out[k] = copyData((v as Record<PropertyKey, unknown>)[k], seen);
+  }
+  return Object.freeze(out);
 }
 
-/** One compiler for schemas checked and forgotten (client tools): nothing it compiles stays. */
-const scratch = new SchemaCompiler();
+/** Per draft, an ajv that only checks schemas against the draft's meta-schema (never compiles one, so nothing a client sends stays in it), silent (a client's unknown format must not write to the server's log). */
+const metaCheckers = new Map<Draft, Ajv>();
+function metaChecker(draft: Draft): Ajv {
+  let ajv = metaCheckers.get(draft);
+  if (ajv === undefined) {
+    const opts = { allErrors: true, strict: false, logger: false as const };
+    ajv = draft === '2020-12' ? new Ajv2020(opts) : draft === '2019-09' ? new Ajv2019(opts) : new Ajv(opts);
+    metaCheckers.set(draft, ajv);
+  }
+  return ajv;
+}
+/** Answers by the SHA-256 of the schema's JSON text, most recent first. */
 const checked = new Map<string, string | undefined>();
 const CHECKED_MAX = 512;
 
 /**
- * Why `schema` is not a tool's argument schema (an object at the root, a valid JSON Schema of a
- * supported draft), or undefined. The answer is cached by the schema's JSON text, most recent
- * first: a client declares the same tools on every message.
+ * Why `schema` is not a tool's argument schema (an object at the root, valid against the
+ * meta-schema of a supported draft), or undefined. Checked, not compiled: a client declares its
+ * tools with every message, and what it sends must cost the server a bounded amount, in time and
+ * in what stays. The answer is cached by the text's hash: a client declares the same tools again.
  */
 export function argumentSchemaProblem(schema: Record<string, unknown>): string | undefined {
   if (schema.type !== 'object') return `must have type: 'object' at its root (tool arguments are always an object), got ${JSON.stringify(schema.type) ?? 'no type'}`;
-  const text = JSON.stringify(schema);
-  if (checked.has(text)) {
-    const cached = checked.get(text);
-    checked.delete(text);
-    checked.set(text, cached);
+  const key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');
+  if (checked.has(key)) {
+    const cached = checked.get(key);
+    checked.delete(key);
+    checked.set(key, cached);
     return cached;
   }
   let problem: string | undefined;
   try {
-    scratch.compile(JSON.parse(text) as Record<string, unknown>, 'a client tool').release();
+    const ajv = metaChecker(draftOf(schema));
+    if (!ajv.validateSchema(schema)) problem = `is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}`;
   } catch (e) {
     problem = `is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`;
   }
   if (checked.size >= CHECKED_MAX) checked.delete(checked.keys().next().value as string);
-  checked.set(text, problem);
+  checked.set(key, problem);
   return problem;
 }

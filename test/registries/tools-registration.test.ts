@@ -82,6 +82,23 @@ describe('ToolRegistry: a registered tool keeps its own schemas', () => {
   });
 });
 
+describe('ToolRegistry: schemas that are not plain JSON', () => {
+  it('tools:registered:frozen — a schema holding a function in an x- keyword, or given as a Proxy (a reactive store\'s object), registers and validates as before; the function stays the caller\'s, unfrozen', () => {
+    const r = new ToolRegistry(compileApprovalPolicy);
+    const format = (v: unknown) => String(v);
+    const fn = r.register(tool('with_fn', { inputSchema: { type: 'object', 'x-format': format, properties: { city: { type: 'string' } }, required: ['city'] } }));
+    expect((fn.inputSchema as Record<string, unknown>)['x-format']).toBe(format);
+    expect(Object.isFrozen(format)).toBe(false);
+    expect(fn.validateInput({ city: 'Corfu' })).toEqual([]);
+    expect(fn.validateInput({})).toMatchObject([{ rule: 'schema:required' }]);
+    const proxied = new Proxy({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }, {});
+    const px = r.register(tool('with_proxy', { inputSchema: proxied }));
+    expect(px.inputSchema).toEqual({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] });
+    expect(Object.isFrozen(px.inputSchema)).toBe(true);
+    expect(px.validateInput({ n: 'x' })).toMatchObject([{ rule: 'schema:type' }]);
+  });
+});
+
 describe('ToolRegistry: JSON Schema drafts', () => {
   it('tools:schema:drafts — "2019-09 … and 2020-12 … are supported too, each compiled by an ajv for that draft. Any other $schema … fails registration naming the supported drafts"', () => {
     const r = new ToolRegistry(compileApprovalPolicy);

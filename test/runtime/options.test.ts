@@ -3,7 +3,7 @@
  * input gets a clear error that names what was wrong, and nothing already accepted is lost"
  * (session-events.md "What the session API accepts", tools.md `tools:client:schema`).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createRegistries } from '../../src/create-registries.js';
 import { DEFAULT_LIMITS, MAX_TIMER_MS, TIMER_LIMITS } from '../../src/limits.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -89,6 +89,27 @@ describe('send(): client tools follow the rules of a registered tool\'s inputSch
       expect(out.finalizedBy).toBe('complete');
     }
     expect(model.requests.at(-1)!.tools!.find((t) => t.name === 'pick_file')!.input_schema).toEqual(good);
+    await rt.close();
+  });
+
+  it('tools:client:schema — a client\'s schema is checked, not compiled: its unknown format writes nothing to the server\'s console, and no $id it declares stays taken', async () => {
+    const { rt } = harness({ rules: [{ respond: answer(respond([part('response', 'done')], 'complete')) }] });
+    rt.registries.actors.register({ name: 'desk' });
+    const s = await rt.createSession({ actor: 'desk' });
+    const logged: unknown[] = [];
+    const spies = (['log', 'warn', 'error'] as const).map((m) => vi.spyOn(console, m).mockImplementation((...a) => void logged.push(a)));
+    try {
+      const phone = { type: 'object', properties: { to: { type: 'string', format: 'client-phone-\u001b[31mred' } } };
+      const out = await (await s.send('call', { clientTools: [{ name: 'dial', description: 'Dial.', parameters: phone }] })).settled;
+      expect(out.finalizedBy).toBe('complete');
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    expect(logged).toEqual([]);
+    // A server tool may take the $id a client's schema declared.
+    const id = 'https://client.test/dial-args.json';
+    await (await s.send('call', { clientTools: [{ name: 'dial', description: 'Dial.', parameters: { $id: id, type: 'object' } }] })).settled;
+    expect(() => rt.registries.tools.register({ name: 'server_dial', description: 'Dials.', inputSchema: { $id: id, type: 'object' }, scope: 'generalist', handler: () => ({}) })).not.toThrow();
     await rt.close();
   });
 });
