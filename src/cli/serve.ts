@@ -8,7 +8,7 @@
  * closes the runtime (its store included); nothing accepted is lost.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ModelPort, Runtime } from '../api.js';
@@ -112,22 +112,46 @@ function makeDataDir(dataDir: string): void {
   }
 }
 
-/** The data directory's artifact-link key (`artifact-links.key`, 32 random bytes, made once, owner-only). */
+/**
+ * The data directory's artifact-link key (`artifact-links.key`: 32 random bytes, base64url), made
+ * once, owner-only. It is written whole or not at all (a temporary file, synced, then linked into
+ * place), so a crash never leaves an empty key; a key file others may read, or that is not
+ * exactly such a key, stops serve with what to do.
+ */
 function linkSecret(dataDir: string): Buffer {
   const path = join(dataDir, 'artifact-links.key');
   let text: string;
   try {
-    try {
-      writeFileSync(path, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    if (!existsSync(path)) {
+      const tmp = `${path}.${process.pid}.tmp`;
+      const fd = openSync(tmp, 'w', 0o600);
+      try {
+        writeSync(fd, randomBytes(32).toString('base64url'));
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      try {
+        linkSync(tmp, path);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      } finally {
+        unlinkSync(tmp);
+      }
+    }
+    if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0) {
+      throw new Error(`${path} may be read by other users (mode ${(statSync(path).mode & 0o777).toString(8)}): whoever reads it can make artifact links; chmod 600 it`);
     }
     text = readFileSync(path, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read or create the artifact link key ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new Error(code === undefined ? (e as Error).message : `cannot read or create the artifact link key ${path}: ${code}`);
   }
-  const key = Buffer.from(text.trim(), 'base64url');
-  if (key.byteLength < 32) throw new Error(`${path}: not an artifact link key (32 bytes, base64url); delete it to make a new one (links already sent stop working)`);
+  const trimmed = text.trim();
+  const key = Buffer.from(trimmed, 'base64url');
+  if (key.byteLength !== 32 || key.toString('base64url') !== trimmed) {
+    throw new Error(`${path}: not an artifact link key (32 bytes, base64url); delete it to make a new one (links already sent stop working)`);
+  }
   return key;
 }
 

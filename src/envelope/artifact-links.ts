@@ -44,6 +44,9 @@ export const DEFAULT_ARTIFACT_LINK_TTL_SECONDS = 7 * 24 * 3600;
 
 const MIN_SECRET_BYTES = 32;
 
+/** The longest lifetime a link may have: 10 years (its `exp` stays a number verify() reads). */
+const MAX_TTL_SECONDS = 10 * 365 * 24 * 3600;
+
 function invalidOption(message: string): never {
   throw new TurnstateError('artifact.links_invalid', `createArtifactLinks(): ${message}`);
 }
@@ -69,7 +72,7 @@ export function createArtifactLinks(opts: ArtifactLinksOptions): ArtifactLinks {
     invalidOption(`secret must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes (e.g. randomBytes(32)), got ${secret === undefined ? typeof opts.secret : `${secret.byteLength} bytes`}`);
   }
   const ttl = opts.ttlSeconds ?? DEFAULT_ARTIFACT_LINK_TTL_SECONDS;
-  if (!Number.isSafeInteger(ttl) || ttl <= 0) invalidOption(`ttlSeconds must be a positive integer, got ${String(ttl)}`);
+  if (!Number.isSafeInteger(ttl) || ttl <= 0 || ttl > MAX_TTL_SECONDS) invalidOption(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (10 years), got ${String(ttl)}`);
   const given = opts.baseUrl;
   const fixed = typeof given === 'function' ? undefined : checkBase(given);
   const base = (): string => fixed ?? checkBase((given as () => string)());

@@ -7,15 +7,23 @@
  * one, so a model (or a user steering it) learns nothing about ids it does not own.
  */
 import type { ArtifactRecord, ArtifactStore } from '../api.js';
+import { TurnstateError } from '../errors.js';
 import type { ArtifactRef, ToolArtifacts } from '../registries/types.js';
 import type { PartCheck, PartCheckContext } from '../registries/types.js';
 
 const encoder = new TextEncoder();
 
-/** The `ctx.artifacts` of one tool call: puts into `store` for this session and tenant. */
-export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId: string | undefined): ToolArtifacts {
+/**
+ * The `ctx.artifacts` of one tool call: puts into `store` for this session and tenant while
+ * `stopped()` is false. A handler still running when its session is deleted (or the runtime
+ * closes) has its put refused; one that was writing then has what it wrote deleted again, so no
+ * artifact outlives its session.
+ */
+export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId: string | undefined, stopped: () => boolean = () => false): ToolArtifacts {
+  const gone = () => new TurnstateError('artifact.session_gone', `session ${sessionId} was deleted or closed while the tool ran: the artifact was not kept`);
   return {
     async put(input) {
+      if (stopped()) throw gone();
       const data = typeof input?.data === 'string' ? encoder.encode(input.data) : input?.data;
       const r = await store.put({
         data: data as Uint8Array,
@@ -24,6 +32,10 @@ export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId:
         sessionId,
         ...(tenantId !== undefined ? { tenantId } : {}),
       });
+      if (stopped()) {
+        await store.delete?.(r.artifactId);
+        throw gone();
+      }
       return partData(r);
     },
   };

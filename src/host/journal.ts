@@ -347,7 +347,7 @@ export class Journal {
  * and, per event, one call in a try: nothing is allocated per event.
  */
 export function containSubscribers<T>(sessionId: string, events: Observable<T>): Observable<T> {
-  return new ContainedObservable((error) => reportObserverError(sessionId, error), events);
+  return new ContainedObservable((error, ended) => reportObserverError(sessionId, error, ended), events);
 }
 
 /**
@@ -355,10 +355,13 @@ export function containSubscribers<T>(sessionId: string, events: Observable<T>):
  * (code TURNSTATE_OBSERVER_ERROR), as the router's default `onError` reports a throwing stream
  * subscriber. Never throws.
  */
-function reportObserverError(sessionId: string, error: unknown): void {
+function reportObserverError(sessionId: string, error: unknown, ended: boolean): void {
   try {
     const msg = error instanceof Error ? error.message : String(error);
-    process.emitWarning(`a session.events() subscriber of session ${sessionId} threw: ${msg} (ignored; the stream goes on)`, { code: 'TURNSTATE_OBSERVER_ERROR' });
+    const what = ended
+      ? `a session.events() subscription of session ${sessionId} ended with an error nothing handled: ${msg} (a throwing operator ends its subscription; the session and other subscribers go on)`
+      : `a session.events() subscriber of session ${sessionId} threw: ${msg} (ignored; the stream goes on)`;
+    process.emitWarning(what, { code: 'TURNSTATE_OBSERVER_ERROR' });
   } catch {
     // Reporting is the last resort; a failure here has nowhere else to go.
   }

@@ -175,7 +175,7 @@ export async function runTool(
     callId: u.id,
     // An interrupt, not a cancel: a handler that ignores it finishes and its result counts.
     interrupt: core.toolSignal(t),
-    ...(core.deps.artifacts ? { artifacts: toolArtifacts(core.deps.artifacts, core.id, core.record.tenantId) } : {}),
+    ...(core.deps.artifacts ? { artifacts: toolArtifacts(core.deps.artifacts, core.id, core.record.tenantId, () => core.closed) } : {}),
     ...(principal?.userId !== undefined ? { userId: principal.userId } : {}),
     ...(principal?.personId !== undefined ? { personId: principal.personId } : {}),
     ...(tenantId !== undefined ? { tenantId } : {}),

@@ -15,8 +15,8 @@ import { Observable, Subscriber, type Observer, type Operator, type Subscription
 
 export class ContainedObservable<T> extends Observable<T> {
   constructor(
-    /** Where a subscriber's throw (or an error no callback handles) goes; must not throw. */
-    readonly contain: (error: unknown) => void,
+    /** Where a subscriber's throw (or an error no callback handles) goes; must not throw. `ended`: the subscription is over (an error or completion), else it goes on. */
+    readonly contain: (error: unknown, ended: boolean) => void,
     source?: Observable<T>,
   ) {
     super();
@@ -51,22 +51,22 @@ export class ContainedObservable<T> extends Observable<T> {
         try {
           o.next?.(v);
         } catch (e) {
-          contain(e);
+          contain(e, false);
         }
       },
       error: (err: unknown) => {
-        if (o.error === undefined) return contain(err);
+        if (o.error === undefined) return contain(err, true);
         try {
           o.error(err);
         } catch (e) {
-          contain(e);
+          contain(e, true);
         }
       },
       complete: () => {
         try {
           o.complete?.();
         } catch (e) {
-          contain(e);
+          contain(e, true);
         }
       },
     });

@@ -80,8 +80,9 @@ export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpT
     }
     const record = artifacts.head(id);
     if (record === undefined || !tenantOk(record.tenantId)) return notFound();
+    // The session that put it, not another of the same id and another tenant (an id reused after a delete).
     const session = await runtime.session(record.sessionId);
-    if (session === undefined || !tenantOk(session.record.tenantId)) return notFound();
+    if (session === undefined || !tenantOk(session.record.tenantId) || session.record.tenantId !== record.tenantId) return notFound();
     return record;
   };
 

@@ -3,7 +3,7 @@
  * from its listening URL, or `TURNSTATE_PUBLIC_URL`, with a secret it keeps in the data directory,
  * so a link sent before a restart still opens after it.
  */
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -49,5 +49,24 @@ describe('turnstate serve: artifact links', () => {
     } finally {
       await second.close();
     }
+  });
+
+  it('artifacts:link:serve — "made on first start, owner-only": a key file others may read, or one that is not 32 bytes of base64url, stops serve saying what to do; a new one is 32 bytes and leaves no temporary behind', async () => {
+    const dataDir = tempDir();
+    const first = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    await first.close();
+    const key = join(dataDir, 'artifact-links.key');
+    expect(Buffer.from(readFileSync(key, 'utf8'), 'base64url').byteLength).toBe(32);
+    expect(readdirSync(dataDir).filter((f) => f.startsWith('artifact-links.key.'))).toEqual([]);
+    chmodSync(key, 0o644);
+    await expect(serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} })).rejects.toThrow(`${key} may be read by other users (mode 644): whoever reads it can make artifact links; chmod 600 it`);
+    chmodSync(key, 0o600);
+    for (const text of ['', 'A'.repeat(42), 'correct horse battery staple, correct horse battery staple']) {
+      writeFileSync(key, text, { mode: 0o600 });
+      await expect(serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} }), JSON.stringify(text)).rejects.toThrow(`${key}: not an artifact link key (32 bytes, base64url); delete it to make a new one`);
+    }
+    rmSync(key);
+    const fresh = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
+    await fresh.close();
   });
 });

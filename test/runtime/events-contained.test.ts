@@ -4,7 +4,7 @@
  * (router:streams:errors-contained), and affects neither the session, the other subscribers nor
  * the process.
  */
-import { config as rxConfig, filter } from 'rxjs';
+import { config as rxConfig, filter, tap } from 'rxjs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
@@ -65,6 +65,30 @@ describe('session.events() subscribers are contained', () => {
     expect(reported.filter((m) => m.includes('whatsapp down'))).toHaveLength(2);
     expect(reported.filter((m) => m.includes('piped subscriber failed'))).toHaveLength(2);
     expect(reported.every((m) => m.includes(s.id))).toBe(true);
+    await rt.close();
+  });
+
+  it('events:subscriber:errors-contained — "an operator that throws ends its subscription … reported the same way (the warning says the subscription ended)": a throwing tap is reported once as ended, the others go on', async () => {
+    const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond] } }] }) });
+    rt.registries.actors.register({ name: 'a', system: 'x' });
+    const s = await rt.createSession({ actor: 'a' });
+    let afterTap = 0;
+    s.events()
+      .pipe(
+        tap((e) => {
+          if (e.type === 'turn.started') throw new Error('tap failed');
+        }),
+      )
+      .subscribe(() => afterTap++);
+    const got: SessionEvent[] = [];
+    s.events().subscribe((e) => got.push(e));
+    for (const m of ['one', 'two']) expect((await (await s.send(m)).settled).finalizedBy).toBe('complete');
+    await new Promise<void>((r) => setImmediate(r));
+    expect(unhandled).toEqual([]);
+    expect(afterTap).toBe(0);
+    expect(got).toEqual(await rt.store.readEvents(s.id, 0));
+    const reported = warnings.filter((w) => w.code === 'TURNSTATE_OBSERVER_ERROR').map((w) => w.message);
+    expect(reported).toEqual([expect.stringMatching(new RegExp(`subscription of session ${s.id} ended with an error nothing handled: tap failed`))]);
     await rt.close();
   });
 });

@@ -131,6 +131,69 @@ describe('artifacts over HTTP: an artifact lives as long as its session', () => 
   });
 });
 
+describe('artifacts: none outlives its session', () => {
+  for (const kind of ['memory', 'file'] as const) {
+    it(`artifacts:session:owns — "no artifact outlives its session": a tool still running when its session is deleted has its put refused (artifact.session_gone) and keeps nothing, ${kind} store`, async () => {
+      const artifacts = kind === 'memory' ? createMemoryArtifactStore() : createFileArtifactStore({ dir: join(tempDir(), 'artifacts') });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let put: Promise<unknown> | undefined;
+      const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: answer(toolUse('slow_export', {})) }] }), artifacts });
+      rt.registries.tools.register({
+        name: 'slow_export',
+        description: 'Exports slowly.',
+        inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+        scope: 'generalist',
+        handler: async (_args, ctx) => {
+          await gate;
+          put = ctx.artifacts!.put({ mimeType: 'text/csv', data: CSV, name: 'late.csv' });
+          return put;
+        },
+      });
+      rt.registries.actors.register({ name: 'desk', system: 'x', tools: ['slow_export'] });
+      const s = await rt.createSession({ actor: 'desk', id: 'sess-late', tenantId: 'A' });
+      void s.send('export');
+      await expect.poll(async () => (await rt.history('sess-late')).some((e) => e.type === 'tool.called')).toBe(true);
+      expect(await rt.deleteSession('sess-late')).toBe(true);
+      release();
+      await expect.poll(() => put !== undefined).toBe(true);
+      await expect(put).rejects.toMatchObject({ code: 'artifact.session_gone', message: expect.stringContaining('sess-late') });
+      // Nothing was kept: a session made again with the same id finds no artifact of the old one.
+      expect(await artifacts.deleteSession!('sess-late')).toBe(0);
+      await rt.close();
+    });
+  }
+
+  it('artifacts:link:signed — "only while the artifact\'s session exists": with a store that cannot delete, a link stays dead when another tenant makes a session of the same id', async () => {
+    const backing = createMemoryArtifactStore();
+    const plain: ArtifactStore = { kind: 'plain', put: (i) => backing.put(i), head: (id) => backing.head(id), read: (id) => backing.read(id) };
+    const rt = deskRuntime({ artifacts: plain });
+    const links = createArtifactLinks({ baseUrl: () => server.url, secret: SECRET });
+    const server: RunningServer = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: plain, authenticate, links })] });
+    try {
+      const s = await rt.createSession({ actor: 'desk', id: 'conv-42', tenantId: 'A' });
+      const outcome = await (await s.send('export the fares')).settled;
+      const id = String(outcome.parts.find((p) => p.metadata.partType === 'artifact')?.data?.artifactId);
+      const link = links.url(id);
+      expect((await fetch(link)).status).toBe(200);
+      await rt.deleteSession('conv-42');
+      expect((await fetch(link)).status).toBe(404);
+      await rt.createSession({ actor: 'desk', id: 'conv-42', tenantId: 'B' });
+      expect((await fetch(link)).status).toBe(404);
+      expect((await get(server, `/artifacts/${id}`, B)).status).toBe(404);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('artifacts:link:signed — ttlSeconds is at most 10 years: a lifetime whose links could never be verified is refused', () => {
+    expect(() => createArtifactLinks({ baseUrl: 'https://desk.example.com', secret: SECRET, ttlSeconds: 1e12 })).toThrow(/ttlSeconds must be a whole number of seconds from 1 to 315360000/);
+    const links = createArtifactLinks({ baseUrl: 'https://desk.example.com', secret: SECRET, ttlSeconds: 315_360_000 });
+    const u = new URL(links.url('art_x'));
+    expect(links.verify('art_x', u.searchParams.get('exp'), u.searchParams.get('sig'))).toEqual({ ok: true });
+  });
+});
+
 describe('artifacts over HTTP: signed links', () => {
   it('artifacts:link:signed — "the route accepts it without an Authorization header until it expires and only while the artifact\'s session exists"; a changed id, exp or sig is 403 artifact.link_invalid, an expired one 403 artifact.link_expired', async () => {
     let clock = Date.parse('2030-01-01T00:00:00Z');
