@@ -52,7 +52,7 @@ function workerEntry(): URL {
 const EVALUATOR_NICE = 15;
 
 /** How long a child may take to load before it counts as one that failed to start. */
-export const EVALUATOR_STARTUP_LIMIT_MS = 30_000;
+const EVALUATOR_STARTUP_LIMIT_MS = 30_000;
 
 export interface CelSandboxOptions {
   workers: number;

@@ -209,7 +209,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     const transports: HttpTransport[] = [
       healthTransport(),
       createAapTransport({ runtime, authenticate, agents: app.agents }),
-      createArtifactsTransport({ runtime, artifacts, authenticate, links: artifactLinks }),
+      createArtifactsTransport({ runtime, artifacts, authenticate, artifactLinks }),
       createStreamsTransport({
         runtime,
         authenticate,

@@ -40,7 +40,7 @@ export interface ArtifactLinks {
 }
 
 /** Default lifetime of a link: 7 days (deleting the session revokes it sooner). */
-export const DEFAULT_ARTIFACT_LINK_TTL_SECONDS = 7 * 24 * 3600;
+const DEFAULT_ARTIFACT_LINK_TTL_SECONDS = 7 * 24 * 3600;
 
 const MIN_SECRET_BYTES = 32;
 

@@ -128,7 +128,7 @@ export function resolutionOf(part: Part): ApprovalOutcome | undefined {
 }
 
 /** The answer the store's record of the part's approval holds, if it was answered. */
-function recordAnswer(part: Part, approvals: readonly ApprovalRecord[] | undefined): ApprovalRecord['resolution'] {
+export function recordAnswer(part: Part, approvals: readonly ApprovalRecord[] | undefined): ApprovalRecord['resolution'] {
   const id = part.data?.approvalId;
   return approvals?.find((a) => a.approvalId === id)?.resolution;
 }

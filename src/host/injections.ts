@@ -18,7 +18,7 @@ import type { SessionMachineEvent } from '../machines/session.machine.js';
 import type { Envelope, MailboxEntry, Part, SessionEvent } from '../types.js';
 import { sessionOf, type HostCore } from './core.js';
 import { outcomeStep } from './tool-results.js';
-import { ANSWERED, CALLS_ANSWERED, type ActiveTurn } from './turn.js';
+import { ANSWERED, type ActiveTurn } from './turn.js';
 
 /** What an injection needs of the session it lands in. */
 export interface HeldSession extends HostCore {
@@ -62,11 +62,11 @@ export async function inject(s: HeldSession, injection: Injection): Promise<Turn
       const resumeOn = injection.kind === 'peer-envelope' ? 'peer-envelope' : injection.resumeOn;
       const resume: SessionMachineEvent = { type: 'RESUME', resumeOn };
       // Pending calls hold the turn until they are answered (answerApproval, client-tool-result),
-      // and where the machine rests a turn for its calls (it would take ANSWERED), their answers
-      // resume it, never an injection. Otherwise the machine decides whether the state the turn
-      // rests in resumes on this kind: a consumer's holding state may name `approval-response`
-      // too (a human's sign-off).
-      if (t && (t.pending.size > 0 || (resumeOn === CALLS_ANSWERED && s.machine.can(ANSWERED)))) {
+      // and where the machine rests a turn for its calls (it would take ANSWERED) only their
+      // answers resume it, never an injection. Otherwise the machine decides whether the state
+      // the turn rests in resumes on this kind: a consumer's holding state may name
+      // `approval-response` too (a human's sign-off).
+      if (t && (t.pending.size > 0 || s.machine.can(ANSWERED))) {
         const pending = [...t.pending.values()].map((p) => `${p.callId} (${p.kind === 'client' ? 'a client tool result' : `approval ${p.approvalId}`})`);
         throw new TurnstateError(
           'injection.not_waiting',

@@ -8,7 +8,8 @@
  * - With group commit (stores that ask for it) the steps of one event-loop turn become one write,
  *   made at the end of that event-loop turn or at once at a `barrier()`.
  * - `events(afterSeq)` replays the log page by page, then goes live, each event once and in order.
- *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves. A subscriber
+ *   `page(afterSeq, limit)` is the same paged read for callers that pace themselves. What the
+ *   session handle hands out is `containSubscribers(events(afterSeq))` (runtime.ts): a subscriber
  *   that throws (or an error no callback handles) never reaches the session, the other
  *   subscribers or the process: it is reported as a process warning (TURNSTATE_OBSERVER_ERROR),
  *   as the router's streams report theirs, and the subscriber goes on receiving events.

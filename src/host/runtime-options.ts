@@ -25,7 +25,7 @@ const KNOWN: Readonly<Record<keyof RuntimeOptions, true>> = {
   now: true,
   newId: true,
 };
-export const RUNTIME_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
+const RUNTIME_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 
 /** Each registry of `Registries` and the methods the runtime calls on it. */
 const REGISTRY_METHODS = {

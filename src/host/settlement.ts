@@ -16,7 +16,7 @@
  * - `turn.settled` is the last event of the turn; its usage is the sum of the turn's `model.usage`.
  */
 import type { TurnOutcome } from '../api.js';
-import { assembleEnvelope, collectData, withResolution } from '../envelope/assemble.js';
+import { assembleEnvelope, collectData, recordAnswer, withResolution } from '../envelope/assemble.js';
 import { consumesPart } from '../envelope/consumers.js';
 import { compatSettledFields } from './compat-turn.js';
 import type { ApprovalRecord, Envelope, Part, SessionEvent } from '../types.js';
@@ -95,7 +95,7 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
       : journal.turnSettled(t.turnId, state, t.usage),
   );
   // Without an envelope the outcome's parts are what buffered channels get: its requests say what was decided.
-  const parts = envelope === undefined && approvals.length > 0 ? t.parts.map((p) => withResolution(p, approvals.find((a) => a.approvalId === p.data?.approvalId)?.resolution)) : t.parts;
+  const parts = envelope === undefined && approvals.length > 0 ? t.parts.map((p) => withResolution(p, recordAnswer(p, approvals))) : t.parts;
   const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts, usage: t.usage };
   if (envelope) outcome.envelope = envelope;
   Object.assign(outcome, compatFields);

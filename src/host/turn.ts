@@ -129,8 +129,6 @@ export const MANY_CALLS = 8;
 
 export const ZERO: Usage = { inputTokens: 0, outputTokens: 0 };
 export const RESPOND_OK = 'Recorded.';
-/** The resume kind of the state pending calls hold a turn in: the runtime resumes it itself. */
-export const CALLS_ANSWERED = 'approval-response';
 /** Tells the machine every call the held turn waited for is answered. */
 export const ANSWERED = Object.freeze({ type: 'ANSWERED' as const });
 

@@ -25,7 +25,7 @@ const DRAFT_URIS: Readonly<Record<string, Draft>> = {
 };
 
 /** The drafts a schema may declare, as its `$schema` says them (for messages and docs). */
-export const SUPPORTED_SCHEMA_DRAFTS = 'draft-07 (the default, "http://json-schema.org/draft-07/schema#"), 2019-09 ("https://json-schema.org/draft/2019-09/schema") or 2020-12 ("https://json-schema.org/draft/2020-12/schema")';
+const SUPPORTED_SCHEMA_DRAFTS = 'draft-07 (the default, "http://json-schema.org/draft-07/schema#"), 2019-09 ("https://json-schema.org/draft/2019-09/schema") or 2020-12 ("https://json-schema.org/draft/2020-12/schema")';
 
 /** ajv's own normalisation of an id (a trailing `#` or `#/` names the same schema). */
 function normalizeId(id: string): string {
@@ -40,9 +40,13 @@ function draftOf(schema: Record<string, unknown>): Draft {
   return draft;
 }
 
+/** An ajv for `draft` (draft-07's class, or 2019-09's, or 2020-12's). */
+function newAjv(draft: Draft, opts: { allErrors: true; strict: false; logger?: false }): Ajv {
+  return draft === '2020-12' ? new Ajv2020(opts) : draft === '2019-09' ? new Ajv2019(opts) : new Ajv(opts);
+}
+
 function makeAjv(draft: Draft): Ajv {
-  const opts = { allErrors: true, strict: false };
-  const ajv = draft === '2020-12' ? new Ajv2020(opts) : draft === '2019-09' ? new Ajv2019(opts) : new Ajv(opts);
+  const ajv = newAjv(draft, { allErrors: true, strict: false });
   addFormats(ajv);
   return ajv;
 }
@@ -142,8 +146,7 @@ const metaCheckers = new Map<Draft, Ajv>();
 function metaChecker(draft: Draft): Ajv {
   let ajv = metaCheckers.get(draft);
   if (ajv === undefined) {
-    const opts = { allErrors: true, strict: false, logger: false as const };
-    ajv = draft === '2020-12' ? new Ajv2020(opts) : draft === '2019-09' ? new Ajv2019(opts) : new Ajv(opts);
+    ajv = newAjv(draft, { allErrors: true, strict: false, logger: false });
     metaCheckers.set(draft, ajv);
   }
   return ajv;

@@ -96,10 +96,11 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
       }
       let waiting = snap.pendingApprovals.length + snap.pendingClientCalls.length;
       let injection: string | undefined;
-      // A held state that resumes on a named injection (a peer's envelope, a consumer state):
-      // the injection is in the mailbox as `[<resumeOn>] <json>`.
+      // A held state with no call pending resumes on a named injection (a peer's envelope, a
+      // consumer state, also one that names approval-response: a sign-off): the injection is in
+      // the mailbox as `[<resumeOn>] <json>`.
       const resumeOn = snap.held.resumeOn;
-      if (waiting === 0 && resumeOn !== 'approval-response') {
+      if (waiting === 0) {
         waiting = 1;
         injection = resumeOn;
         const injected = findInjection(rec, start.turnId, resumeOn, usedInjections);
@@ -131,9 +132,12 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
       for (const a of answers) {
         await points.beforeAnswer(turnId, a.seq);
         const r = (await a.answer()) as { ok?: boolean; code?: string; message?: string } | undefined;
-        if (r && r.ok === false) return `turn ${i} (${turnId}): the recorded answer was refused (${r.code}: ${r.message})`;
+        if (r && r.ok === false) {
+          stopped.cancel();
+          return `turn ${i} (${turnId}): the recorded answer was refused (${r.code}: ${r.message})`;
+        }
       }
-      await stopped;
+      await stopped.done;
     }
     points.turnDone(start.turnId);
   }
@@ -182,16 +186,20 @@ function findClientResult(
 }
 
 /** Resolves when the turn next stops: settled, or held again (as the session's snapshot says). */
-function nextStop(s: Pick<SessionHandle, 'events' | 'snapshot'>, turnId: string, afterSeq: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let done = false;
+function nextStop(s: Pick<SessionHandle, 'events' | 'snapshot'>, turnId: string, afterSeq: number): { done: Promise<void>; cancel(): void } {
+  let sub: { unsubscribe(): void } | undefined;
+  let done = false;
+  const cancel = (): void => {
+    done = true;
+    queueMicrotask(() => sub?.unsubscribe());
+  };
+  const promise = new Promise<void>((resolve, reject) => {
     const finish = (): void => {
       if (done) return;
-      done = true;
+      cancel();
       resolve();
-      queueMicrotask(() => sub.unsubscribe());
     };
-    const sub = s.events(afterSeq).subscribe({
+    sub = s.events(afterSeq).subscribe({
       next: (e) => {
         if (done || e.turnId !== turnId) return;
         if (e.type === 'turn.settled') finish();
@@ -206,4 +214,5 @@ function nextStop(s: Pick<SessionHandle, 'events' | 'snapshot'>, turnId: string,
     });
     if (done) sub.unsubscribe();
   });
+  return { done: promise, cancel };
 }

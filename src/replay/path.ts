@@ -109,19 +109,21 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
       continue;
     }
     const s = st;
-    const at = (k: number): PathStep => {
+    /** Step `k` of the turn, made (with those before it) when the log reaches it first. */
+    const pad = (k: number): PathStep => {
       const steps = s.turn.steps;
       while (steps.length <= k) steps.push(emptyStep(s.callActors[steps.length] ?? null));
-      s.cur = k;
       return steps[k]!;
+    };
+    const at = (k: number): PathStep => {
+      s.cur = k;
+      return pad(k);
     };
     const byCall = (callId: string) => s.calls.get(callId) ?? s.cur;
     switch (e.type) {
       case 'message.joined': {
         // The turn's next model call takes it in (the event is written as that call is built).
-        const steps = s.turn.steps;
-        while (steps.length <= s.usage) steps.push(emptyStep(s.callActors[steps.length] ?? null));
-        (steps[s.usage]!.joined ??= []).push(e.input.text);
+        (pad(s.usage).joined ??= []).push(e.input.text);
         break;
       }
       case 'turn.started':

@@ -20,7 +20,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** The error result of a call the recording holds no result for (docs/concepts/replay.md). */
-export function noResultText(tool: string, turnId: string): string {
+function noResultText(tool: string, turnId: string): string {
   return `replay: the recording holds no result for this call of ${tool} with these arguments in turn ${turnId}`;
 }
 

@@ -1,6 +1,7 @@
 /**
- * ContainedObservable: the router's streams (`calls$`, `results$`, `views$(id)`) as observables
- * whose subscribers cannot throw into the process.
+ * ContainedObservable: the router's streams (`calls$`, `results$`, `views$(id)`) and a session's
+ * `events()` (host/journal.ts containSubscribers) as observables whose subscribers cannot throw
+ * into the process.
  *
  * RxJS catches a subscriber's throw and rethrows it in a timer (an uncaught exception: the process
  * dies), and an error notification nobody handles goes the same way. The only global remedy is

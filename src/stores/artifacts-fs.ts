@@ -201,7 +201,13 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
         return undefined;
       }
       // Bytes that are not the recorded size are not the artifact (changed by hand): unknown.
-      if ((await fh.stat()).size !== record.sizeBytes) {
+      let size: number | undefined;
+      try {
+        size = (await fh.stat()).size;
+      } catch {
+        size = undefined;
+      }
+      if (size !== record.sizeBytes) {
         await fh.close();
         return undefined;
       }

@@ -3,7 +3,7 @@
  * that put them exists, for principals who may read that session.
  *
  * Contract: a request carries a credential (authentication is the server's hook: 401/403 as
- * everywhere) or a signed link (`?exp=…&sig=…`, made by the `links` it is given; no credential
+ * everywhere) or a signed link (`?exp=…&sig=…`, made by the `artifactLinks` it is given; no credential
  * needed until it expires). Either way the artifact's session must still exist, and with a
  * credential the principal must be of its tenant: the rule of `GET /sessions/{id}`. An unknown
  * id, an id of the wrong form, an artifact of another tenant and one of a deleted session all
@@ -31,7 +31,7 @@ export interface ArtifactsTransportOptions {
   artifacts: ArtifactStore;
   authenticate?: Authenticate;
   /** Verifies signed links (`createArtifactLinks`, the same object channels sign with); without it only credentials are accepted. */
-  links?: Pick<ArtifactLinks, 'verify'>;
+  artifactLinks?: Pick<ArtifactLinks, 'verify'>;
 }
 
 /** RFC 6266 / 5987 filename parameter (ASCII fallback plus the UTF-8 form). */
@@ -55,7 +55,7 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 const notFound = (): HttpError => new HttpError(404, 'artifact.not_found', 'no such artifact', { headers: { vary: 'Authorization' } });
 
 export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpTransport {
-  const { runtime, artifacts, links } = opts;
+  const { runtime, artifacts, artifactLinks: links } = opts;
   if (runtime === undefined || runtime === null || typeof runtime.session !== 'function') {
     throw new TypeError('createArtifactsTransport({ runtime, artifacts }): runtime is required, since an artifact is served only while its session exists');
   }

@@ -77,6 +77,31 @@ async function exact(store: SessionStore, id: string, options: Parameters<typeof
   return r;
 }
 
+describe('replay: a consumer hold that names approval-response', () => {
+  for (const kind of KINDS) {
+    it(`replay:exact:consumer-hold — a sign-off state (holdsActor, resumeOn approval-response, no call pending) replays with the injection that resumed it: ${kind}`, async () => {
+      const setup = (reg: Registries) => {
+        reg.turnStates.register({ id: 'needs-signoff', meta: { description: 'Waits for a manager to sign off.', isTerminal: false, emitsEnvelope: false, holdsActor: true, resumeOn: 'approval-response' } });
+        reg.actors.register({ name: 'clerk', tools: [] });
+      };
+      const model = createScriptedModel({
+        rules: [
+          { when: { on: 'user', text: '^\\[approval-response\\] .*"by":"(\\w+)"' }, respond: { blocks: [respond([{ text: 'Signed off by $1.', partType: 'response' }], 'complete')] } },
+          { when: { on: 'user' }, respond: { blocks: [respond([{ text: 'Waiting for sign-off.', partType: 'progress' }], 'needs-signoff')] } },
+        ],
+      });
+      const store = await record(kind, model, setup, async (rt) => {
+        const s = await rt.createSession({ id: 'signoff', actor: 'clerk' });
+        expect((await (await s.send('sign the contract')).settled).finalizedBy).toBe('needs-signoff');
+        const ref = await s.inject({ kind: 'resume', resumeOn: 'approval-response', payload: { by: 'mgr7' } });
+        expect((await ref!.settled).finalizedBy).toBe('complete');
+      });
+      const r = await exact(store, 'signoff', { setup });
+      expect(r.recorded.turns[0]!.steps[0]!.states).toEqual(['awaiting->needs-signoff', 'needs-signoff->awaiting']);
+    });
+  }
+});
+
 describe('replay: order that timing and people chose', () => {
   const parallelSetup = (g: { opened: Promise<void> }) => (r: Registries) => {
     r.tools.register({ name: 'slow', description: 's', inputSchema: { type: 'object' }, scope: 'generalist', handler: async () => (await g.opened, { a: 1 }) });

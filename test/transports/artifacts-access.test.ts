@@ -169,7 +169,7 @@ describe('artifacts: none outlives its session', () => {
     const plain: ArtifactStore = { kind: 'plain', put: (i) => backing.put(i), head: (id) => backing.head(id), read: (id) => backing.read(id) };
     const rt = deskRuntime({ artifacts: plain });
     const links = createArtifactLinks({ baseUrl: () => server.url, secret: SECRET });
-    const server: RunningServer = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: plain, authenticate, links })] });
+    const server: RunningServer = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: plain, authenticate, artifactLinks: links })] });
     try {
       const s = await rt.createSession({ actor: 'desk', id: 'conv-42', tenantId: 'A' });
       const outcome = await (await s.send('export the fares')).settled;
@@ -199,7 +199,7 @@ describe('artifacts over HTTP: signed links', () => {
     let clock = Date.parse('2030-01-01T00:00:00Z');
     const rt = deskRuntime();
     const links = createArtifactLinks({ baseUrl: () => server.url, secret: SECRET, ttlSeconds: 3600, now: () => clock });
-    const server: RunningServer = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: rt.artifacts, authenticate, links })] });
+    const server: RunningServer = await startServer({ runtime: rt, port: 0, transports: [createArtifactsTransport({ runtime: rt, artifacts: rt.artifacts, authenticate, artifactLinks: links })] });
     try {
       const { session, outcome, id } = await exportFares(rt);
       const { id: otherId } = await exportFares(rt);
