@@ -311,16 +311,26 @@ interface Run {
 
 /**
  * Starts the response that follows a turn. `own`: the request id the user message of this
- * request carries; another message that joins the turn (double-texting `interrupt`) takes the
- * turn over, so this response ends there (`end_turn`) and the joining request's response carries
- * the rest.
+ * request carries; another message that joins the turn after it (double-texting `interrupt`)
+ * takes the turn over, so this response ends there (`end_turn`) and the joining request's
+ * response carries the rest. Messages of other requests that joined before this one's are not
+ * this response's.
  */
 function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: string; side: CallSide; turnId: string }[], own?: string): Run {
   const { res, mode } = ctx;
   const sink = mode === 'none' ? jsonSink(res) : sseSink(res, ctx.heartbeatMs);
+  // This request's own message seen yet (its turn.started, or its join): until then another
+  // request's join is one that came before it (two joined while a tool ran), not a takeover.
+  let ownSeen = own === undefined;
   const emit = (item: AapItem): void => {
-    if (item.kind === 'user' && item.joined === true && (own === undefined || item.request !== own)) follower.stop('end_turn');
-    else sink.item(item);
+    if (item.kind === 'user') {
+      if (item.joined === true && item.request !== own) {
+        if (ownSeen) follower.stop('end_turn');
+        return;
+      }
+      ownSeen = true;
+    }
+    sink.item(item);
   };
   const projector = new AapProjector({
     granularity: mode === 'delta' ? 'delta' : 'whole',

@@ -203,6 +203,51 @@ describe('AAP: the same text sent twice under interrupt', () => {
   });
 });
 
+describe('AAP: two messages join one turn', () => {
+  it('aap:interrupt:two-joiners — "the joining request\'s response carries the rest": with two messages joined while a tool ran, the first response ends at the joins, the earlier joiner\'s ends at the later one, and the last joiner\'s carries the answer', async () => {
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    h = await startHarness({
+      script: {
+        rules: [
+          { id: 'first', times: 1, when: { on: 'user' as const }, respond: { blocks: [respond('Working on it.', 'awaiting', 'ack'), { type: 'tool_use' as const, name: 'steady', input: {} }] } },
+          { respond: { blocks: [respond('All three answered.', 'complete')] } },
+        ],
+      },
+      setup: (rt: Runtime) => {
+        rt.registries.tools.register({
+          name: 'steady',
+          description: 'Runs to its end whatever happens.',
+          inputSchema: { type: 'object' },
+          scope: 'generalist',
+          handler: async () => {
+            started();
+            await new Promise((r) => setTimeout(r, 600));
+            return 'done';
+          },
+        });
+        rt.registries.actors.register({ name: 'assistant', tools: ['steady'] });
+      },
+      agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
+    });
+    const sid = await createSession(h.url, { name: 'assistant' });
+    const first = turn(h.url, sid, user('slow one', 'message'));
+    await toolStarted;
+    const second = turn(h.url, sid, user('second joins', 'message'));
+    await new Promise((r) => setTimeout(r, 150));
+    const third = turn(h.url, sid, user('third joins', 'message'));
+    const [one, two, three] = await Promise.all([first, second, third]);
+    expect(stopReason(one)).toBe('end_turn');
+    expect(textOf(one)).not.toContain('All three answered.');
+    expect(stopReason(two)).toBe('end_turn');
+    expect(textOf(two)).not.toContain('All three answered.');
+    expect(textOf(three)).toContain('All three answered.');
+    expect(stopReason(three)).toBe('end_turn');
+    const users = (await history(h.url, sid)).filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => JSON.stringify(m.content));
+    expect(users.join()).toMatch(/slow one.*second joins.*third joins/);
+  });
+});
+
 describe('AAP: tool settings sent with a re-submission outlive a restart', () => {
   it('aap:resubmit:persisted — "The server must persist these for the lifetime of the session": trust removed with a tool_permission answer is still removed after a restart; the next turn\'s call of that tool stops for a permission', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'turnstate-aap-resubmit-'));
