@@ -202,7 +202,13 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     runtime = createRuntime({ model, store, artifacts, passivateAfterMs: opts.passivateAfterMs ?? DEFAULT_PASSIVATE_AFTER_MS });
     // After the store (whose failure to open is the one to report first). The listening URL is
     // known once the server listens; links are made after that.
-    artifactLinks = createArtifactLinks({ baseUrl: publicUrl ?? (() => server.url), secret: linkSecret(dataDir) });
+    const secret = linkSecret(dataDir);
+    try {
+      artifactLinks = createArtifactLinks({ baseUrl: publicUrl ?? (() => server.url), secret });
+    } catch (e) {
+      const from = opts.publicUrl !== undefined ? 'the publicUrl option' : 'TURNSTATE_PUBLIC_URL';
+      throw new Error(`${from} ${JSON.stringify(publicUrl)}: ${(e as Error).message.replace(/^createArtifactLinks\(\): /, '')}`);
+    }
     const app = desk.createTravelDesk(runtime);
     agentNames = app.agents.map((a) => a.name);
     recovered = await runtime.recover();
@@ -229,7 +235,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   log(`  model:          ${modelName}`);
   log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
   log(`  agents:         ${agentNames.join(', ')}`);
-  log(`  artifact links: ${publicUrl ?? server.url}/artifacts/{id}?exp=…&sig=… (key ${join(dataDir, 'artifact-links.key')})`);
+  log(`  artifact links: ${(publicUrl ?? server.url).replace(/\/+$/, '')}/artifacts/{id}?exp=…&sig=… (key ${join(dataDir, 'artifact-links.key')})`);
   if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
   // Loud, but not fatal: one damaged session must not keep the others (and the server) down.
   for (const f of failed) log(`  NOT RESUMED:    ${f.message} (${f.code})`);

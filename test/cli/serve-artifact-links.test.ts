@@ -69,4 +69,17 @@ describe('turnstate serve: artifact links', () => {
     const fresh = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
     await fresh.close();
   });
+
+  it('artifacts:link:serve — a TURNSTATE_PUBLIC_URL that is not an http(s) URL stops serve naming the variable; one with a trailing slash makes the links (and the banner) without a double slash', async () => {
+    const dataDir = tempDir();
+    await expect(serve({ port: 0, host: '127.0.0.1', dataDir, env: { TURNSTATE_PUBLIC_URL: 'desk.example.com' }, log: () => {} })).rejects.toThrow(/^TURNSTATE_PUBLIC_URL "desk\.example\.com": baseUrl must be an http\(s\) URL/);
+    const lines: string[] = [];
+    const s = await serve({ port: 0, host: '127.0.0.1', dataDir, env: { TURNSTATE_PUBLIC_URL: 'https://desk.example.com/' }, log: (l) => lines.push(l) });
+    try {
+      expect(lines.find((l) => l.includes('artifact links:'))).toContain('https://desk.example.com/artifacts/{id}?exp=');
+      expect(s.artifactLinks.url('art_x')).toMatch(/^https:\/\/desk\.example\.com\/artifacts\/art_x\?exp=/);
+    } finally {
+      await s.close();
+    }
+  });
 });

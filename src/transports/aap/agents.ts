@@ -7,6 +7,7 @@
  * client enables them; unexposed tools always run (trusted, inline).
  */
 import { clientToolNameProblem } from '../../registries/client-tools.js';
+import { argumentSchemaProblem } from '../../registries/json-schema.js';
 import type { PartTypeRegistryApi, Registries, RegisteredTool } from '../../registries/types.js';
 import type { AgentCard } from '../../types.js';
 import type { DoubleTextingPolicy } from '../../types.js';
@@ -138,14 +139,24 @@ export function checkServerTools(agent: ResolvedAgent, tools: readonly ServerToo
   });
 }
 
-/** Client tool names must be unique and must not shadow the agent's server tools (clientToolNameProblem). */
+/**
+ * Client tool names must be unique and must not shadow the agent's server tools
+ * (clientToolNameProblem), and each tool's `parameters` must be what a registered tool's
+ * inputSchema may be (argumentSchemaProblem): checked when a session is created or a turn sends
+ * tools, so a session never keeps tools its turns would refuse.
+ */
 export function checkClientTools(agent: ResolvedAgent, tools: readonly ToolSpec[], base: string): void {
   const problem = clientToolNameProblem(tools, (name) => agent.reachable.has(name));
-  if (problem === undefined) return;
-  const path = `${base}/${problem.index}/name`;
-  if (problem.kind === 'unnamed') throw new HttpError(400, 'request.invalid', 'every client tool needs a non-empty "name"', { path });
-  if (problem.kind === 'duplicate') throw new HttpError(400, 'tool.duplicate', `client tool "${problem.name}" is declared twice`, { path });
-  throw new HttpError(400, 'tool.name_conflict', `client tool "${problem.name}" has the name of one of the agent's tools; tool names must be unique`, { path });
+  if (problem !== undefined) {
+    const path = `${base}/${problem.index}/name`;
+    if (problem.kind === 'unnamed') throw new HttpError(400, 'request.invalid', 'every client tool needs a non-empty "name"', { path });
+    if (problem.kind === 'duplicate') throw new HttpError(400, 'tool.duplicate', `client tool "${problem.name}" is declared twice`, { path });
+    throw new HttpError(400, 'tool.name_conflict', `client tool "${problem.name}" has the name of one of the agent's tools; tool names must be unique`, { path });
+  }
+  tools.forEach((t, i) => {
+    const why = argumentSchemaProblem(t.parameters);
+    if (why !== undefined) throw new HttpError(400, 'request.invalid', `the parameters of client tool "${t.name}" ${why}`, { path: `${base}/${i}/parameters` });
+  });
 }
 
 /** Checks options against the agent's declared options (unknown keys and bad select values are 400s). */

@@ -323,6 +323,24 @@ describe('client-side tools and parallel calls', () => {
     expect(dup.status).toBe(400);
     expect(dup.json.error).toMatchObject({ code: 'tool.duplicate', path: '/tools/1/name' });
   });
+
+  it('aap:tool:parameters — "path is the JSON Pointer of the offending field … a 4xx changes nothing": client tools whose parameters are not an object schema, or not a valid JSON Schema, are a 400 at /tools/<i>/parameters when the session is created and on a turn', async () => {
+    const bad = [
+      { parameters: { type: 'string' }, message: /the parameters of client tool "pick" must have type: 'object' at its root/ },
+      { parameters: { type: 'object', properties: { a: { type: 'strang' } } }, message: /the parameters of client tool "pick" is not a valid JSON Schema/ },
+    ];
+    for (const { parameters, message } of bad) {
+      const tools = [{ name: 'ok', description: 'fine', parameters: { type: 'object' } }, { name: 'pick', description: 'pick one', parameters }];
+      const created = await api(hp.url, '/sessions', { body: { agent: { name: 'assistant' }, tools } });
+      expect(created.status).toBe(400);
+      expect(created.json.error).toMatchObject({ code: 'request.invalid', path: '/tools/1/parameters', message: expect.stringMatching(message) });
+      const sid = await createSession(hp.url, { name: 'assistant' });
+      const r = await turn(hp.url, sid, user('hi', 'none', { tools }));
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatchObject({ code: 'request.invalid', path: '/tools/1/parameters', message: expect.stringMatching(message) });
+      expect(await history(hp.url, sid)).toEqual([]);
+    }
+  });
 });
 
 describe('restart between the tool_use stop and the tool_permission', () => {
