@@ -139,8 +139,12 @@ function linkSecret(dataDir: string): Buffer {
         unlinkSync(tmp);
       }
     }
-    if (process.platform !== 'win32' && (statSync(path).mode & 0o077) !== 0) {
-      throw new Error(`${path} may be read by other users (mode ${(statSync(path).mode & 0o777).toString(8)}): whoever reads it can make artifact links; chmod 600 it`);
+    const st = statSync(path);
+    if (process.platform !== 'win32' && (st.mode & 0o077) !== 0) {
+      throw new Error(`${path} may be read by other users (mode ${(st.mode & 0o777).toString(8)}): whoever reads it can make artifact links; chmod 600 it`);
+    }
+    if (process.getuid !== undefined && st.uid !== process.getuid()) {
+      throw new Error(`${path} belongs to another user (uid ${st.uid}), who can make artifact links with it; delete it to make a new one (links already sent stop working), or run serve as its owner`);
     }
     text = readFileSync(path, 'utf8');
   } catch (e) {

@@ -141,29 +141,26 @@ function copyData(v: unknown, seen: Map<object, unknown>): unknown {
   return Object.freeze(out);
 }
 
-/** Per draft, an ajv that only checks schemas against the draft's meta-schema (never compiles one, so nothing a client sends stays in it), silent (a client's unknown format must not write to the server's log). */
-const metaCheckers = new Map<Draft, Ajv>();
-function metaChecker(draft: Draft): Ajv {
-  let ajv = metaCheckers.get(draft);
-  if (ajv === undefined) {
-    ajv = newAjv(draft, { allErrors: true, strict: false, logger: false });
-    metaCheckers.set(draft, ajv);
-  }
-  return ajv;
-}
 /** Answers by the SHA-256 of the schema's JSON text, most recent first. */
 const checked = new Map<string, string | undefined>();
 const CHECKED_MAX = 512;
 
 /**
- * Why `schema` is not a tool's argument schema (an object at the root, valid against the
- * meta-schema of a supported draft), or undefined. Checked, not compiled: a client declares its
- * tools with every message, and what it sends must cost the server a bounded amount, in time and
- * in what stays. The answer is cached by the text's hash: a client declares the same tools again.
+ * Why `schema` is not a tool's argument schema (an object at the root, a JSON Schema of a
+ * supported draft that compiles: its `$ref`s resolve, its patterns are regular expressions), or
+ * undefined: the rules of a registered tool's inputSchema. A client declares its tools with every
+ * message, so nothing it sends may stay in the server: each schema not seen lately is compiled by
+ * an ajv of its own, silent (a client's unknown format must not write to the server's log), and
+ * dropped with it; the answer is cached by the text's hash.
  */
 export function argumentSchemaProblem(schema: Record<string, unknown>): string | undefined {
   if (schema.type !== 'object') return `must have type: 'object' at its root (tool arguments are always an object), got ${JSON.stringify(schema.type) ?? 'no type'}`;
-  const key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');
+  let key: string;
+  try {
+    key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');
+  } catch (e) {
+    return `cannot be read as JSON: ${e instanceof Error ? e.message : String(e)}`;
+  }
   if (checked.has(key)) {
     const cached = checked.get(key);
     checked.delete(key);
@@ -172,8 +169,8 @@ export function argumentSchemaProblem(schema: Record<string, unknown>): string |
   }
   let problem: string | undefined;
   try {
-    const ajv = metaChecker(draftOf(schema));
-    if (!ajv.validateSchema(schema)) problem = `is not a valid JSON Schema: ${ajv.errorsText(ajv.errors, { dataVar: 'schema' })}`;
+    // No formats: they change what validates, not whether the schema is one.
+    newAjv(draftOf(schema), { allErrors: true, strict: false, logger: false }).compile(schema);
   } catch (e) {
     problem = `is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}`;
   }

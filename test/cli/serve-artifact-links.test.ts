@@ -3,7 +3,7 @@
  * from its listening URL, or `TURNSTATE_PUBLIC_URL`, with a secret it keeps in the data directory,
  * so a link sent before a restart still opens after it.
  */
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -68,6 +68,11 @@ describe('turnstate serve: artifact links', () => {
     rmSync(key);
     const fresh = await serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} });
     await fresh.close();
+    // A key another user owns (mode 600 or not) is theirs to sign with: refused. Only root can give a file away.
+    if (process.getuid?.() === 0) {
+      chownSync(key, 1234, 1234);
+      await expect(serve({ port: 0, host: '127.0.0.1', dataDir, env: {}, log: () => {} })).rejects.toThrow(`${key} belongs to another user (uid 1234)`);
+    }
   });
 
   it('artifacts:link:serve — a TURNSTATE_PUBLIC_URL that is not an http(s) URL stops serve naming the variable; one with a trailing slash makes the links (and the banner) without a double slash', async () => {

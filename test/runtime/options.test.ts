@@ -74,6 +74,9 @@ describe('send(): client tools follow the rules of a registered tool\'s inputSch
       [{ type: 'object', properties: { a: { type: 'strnig' } } }, /\(client tool "pick_file"\) is not a valid JSON Schema: .*properties\/a\/type/],
       [{ type: 'object', required: 'a' }, /is not a valid JSON Schema: .*required must be array/],
       [{ $schema: 'http://json-schema.org/draft-04/schema#', type: 'object' }, /is not a supported JSON Schema draft/],
+      // As a registered inputSchema: it must compile, so its $refs resolve and its patterns are regular expressions.
+      [{ type: 'object', properties: { a: { $ref: '#/definitions/missing' } } }, /is not a valid JSON Schema: .*can't resolve reference #\/definitions\/missing/],
+      [{ type: 'object', properties: { a: { type: 'string', pattern: '(' } } }, /is not a valid JSON Schema: .*Invalid regular expression/],
     ];
     for (const [parameters, msg] of bad) {
       // Twice: the second answer comes from the cache and says the same.

@@ -328,6 +328,8 @@ describe('client-side tools and parallel calls', () => {
     const bad = [
       { parameters: { type: 'string' }, message: /the parameters of client tool "pick" must have type: 'object' at its root/ },
       { parameters: { type: 'object', properties: { a: { type: 'strang' } } }, message: /the parameters of client tool "pick" is not a valid JSON Schema/ },
+      // Nested deeper than a stack: still a 400 naming the field, never a 500.
+      { parameters: JSON.parse(`{"type":"object","properties":{"a":${'{"items":'.repeat(1500)}{}${'}'.repeat(1500)}}}`), message: /the parameters of client tool "pick" (cannot be read as JSON|is not a valid JSON Schema)/ },
     ];
     for (const { parameters, message } of bad) {
       const tools = [{ name: 'ok', description: 'fine', parameters: { type: 'object' } }, { name: 'pick', description: 'pick one', parameters }];
