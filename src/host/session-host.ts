@@ -187,9 +187,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return undefined;
   }
 
-  /** Reachable while recover() feeds the machine its plan: an injection then waits for it. */
+  /** Reachable while recover() feeds a held turn its plan: an injection waits for it (one for a working turn is refused at once). */
   inject(injection: Injection): Promise<TurnRef | undefined> {
-    return this.recovering ? this.recovering.then(() => inject(this, injection)) : inject(this, injection);
+    return this.recovering && this.machine.held() ? this.recovering.then(() => inject(this, injection)) : inject(this, injection);
   }
 
   updateTurnTools(turnId: string, tools: TurnTools, metadata?: Record<string, unknown>): Promise<boolean> {
