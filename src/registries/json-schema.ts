@@ -32,11 +32,17 @@ function normalizeId(id: string): string {
   return id.replace(/#\/?$/, '');
 }
 
+/**
+ * A schema's own declarations refused (its `$schema`, an `$id` another schema took), as opposed
+ * to a schema ajv cannot compile: the message names the keyword itself.
+ */
+export class SchemaDeclarationError extends Error {}
+
 function draftOf(schema: Record<string, unknown>): Draft {
   const s = schema.$schema;
   if (s === undefined) return 'draft-07';
   const draft = typeof s === 'string' ? DRAFT_URIS[normalizeId(s)] : undefined;
-  if (draft === undefined) throw new Error(`$schema ${JSON.stringify(s) ?? String(s)} is not a supported JSON Schema draft; declare ${SUPPORTED_SCHEMA_DRAFTS}`);
+  if (draft === undefined) throw new SchemaDeclarationError(`$schema ${JSON.stringify(s) ?? String(s)} is not a supported JSON Schema draft; declare ${SUPPORTED_SCHEMA_DRAFTS}`);
   return draft;
 }
 
@@ -63,16 +69,16 @@ export class SchemaCompiler {
   readonly #owners = new Map<string, string>();
 
   /**
-   * Compiles `schema` for `owner` (who declares it, for messages). Throws an Error with the
-   * reason (an unsupported `$schema`, an `$id` another schema took, ajv's message) and leaves
-   * nothing behind.
+   * Compiles `schema` for `owner` (who declares it, for messages). Throws a
+   * SchemaDeclarationError (an unsupported `$schema`, an `$id` another schema took) or an Error
+   * with ajv's message, and leaves nothing behind.
    */
   compile(schema: Record<string, unknown>, owner: string): CompiledSchema {
     const draft = draftOf(schema);
     const id = typeof schema.$id === 'string' ? normalizeId(schema.$id) : undefined;
     const taken = id === undefined || id === '' ? undefined : this.#owners.get(id);
     if (taken !== undefined) {
-      throw new Error(`$id "${id}" already exists in this registry: ${taken} declares it; each $id names one schema, so choose another $id or remove it`);
+      throw new SchemaDeclarationError(`$id "${id}" already exists in this registry: ${taken} declares it; each $id names one schema, so choose another $id or remove it`);
     }
     let ajv = this.#instances.get(draft);
     if (ajv === undefined) this.#instances.set(draft, (ajv = makeAjv(draft)));

@@ -9,7 +9,7 @@ import type { ErrorObject } from 'ajv';
 import { RegistrationError, TurnstateError } from '../errors.js';
 import { MAX_TIMER_MS } from '../limits.js';
 import type { Routing, Scope } from '../types.js';
-import { type CompiledSchema, frozenCopy, SchemaCompiler } from './json-schema.js';
+import { type CompiledSchema, frozenCopy, SchemaCompiler, SchemaDeclarationError } from './json-schema.js';
 import { Registry } from './registry.js';
 import type { ApprovalCompiler, RegisteredTool, RetryPolicy, ToolDefinition, ToolHandler, ToolRegistryApi, Violation } from './types.js';
 
@@ -298,7 +298,7 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
       return this.#schemas.compile(schema, `tool '${name}' (${field})`);
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
-      return fail(`${rulePrefix}:invalid-fails-registration`, message.startsWith('$') ? `${field}: ${message}` : `${field} is not a valid JSON Schema: ${message}`);
+      return fail(`${rulePrefix}:invalid-fails-registration`, e instanceof SchemaDeclarationError ? `${field}: ${message}` : `${field} is not a valid JSON Schema: ${message}`);
     }
   }
 
