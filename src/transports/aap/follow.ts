@@ -34,6 +34,13 @@ export interface FollowOptions {
   /** Replay starts after this seq. */
   afterSeq: number;
   turnId?: string;
+  /**
+   * For a request whose message may join the followed turn (double-texting `interrupt`): a
+   * message that joined too late for the turn to show it runs as a turn of its own once the turn
+   * settles, and the response follows that turn. `waiting()`: the request's message has not
+   * reached the followed turn yet; `starts(ev)`: this turn.started is the request's.
+   */
+  requeue?: { waiting(): boolean; starts(ev: Extract<SessionEvent, { type: 'turn.started' }>): boolean };
 }
 
 /** Whether a snapshot shows the turn waiting for client action (held, with calls pending). */
@@ -50,6 +57,8 @@ export function followTurn(opts: FollowOptions): TurnFollower {
   let stopped = false;
   let lastSeq = opts.afterSeq;
   let stopAtSeq: number | undefined;
+  /** The followed turn settled without this request's message: waiting for the turn it runs as. */
+  let awaitingRequeued = false;
   let checking = false;
   let recheck = false;
   let resolveDone!: (r: StopReason) => void;
@@ -100,9 +109,20 @@ export function followTurn(opts: FollowOptions): TurnFollower {
     }
     if (ev.seq <= lastSeq) return;
     lastSeq = ev.seq;
+    if (awaitingRequeued) {
+      if (ev.type !== 'turn.started' || opts.requeue?.starts(ev) !== true) return;
+      awaitingRequeued = false;
+      turnId = ev.turnId;
+    }
     if (ev.turnId !== turnId) return;
     projector.push(ev);
     if (projector.settled !== undefined) {
+      if (opts.requeue?.waiting() === true) {
+        // The turn ended before the model saw this request's message: it is answered as a turn of its own.
+        projector.nextTurn();
+        awaitingRequeued = true;
+        return;
+      }
       stop(projector.stopReason());
       return;
     }

@@ -110,6 +110,11 @@ export class AapProjector {
     return this.#settled;
   }
 
+  /** Project the next turn into the same response (a joined message requeued as its own turn): the last one's settlement is forgotten. */
+  nextTurn(): void {
+    this.#settled = undefined;
+  }
+
   /** Ids of shown client or untrusted calls that have no result yet. */
   unresolvedCalls(): string[] {
     const ids: string[] = [];

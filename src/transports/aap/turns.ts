@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot, TurnTools } from '../../api.js';
-import type { ApprovalRecord, Principal } from '../../types.js';
+import type { ApprovalRecord, Principal, SessionEvent } from '../../types.js';
 import { HttpError, formatSse, formatSseComment, startSse } from '../http.js';
 import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, howToEnableTools, trustedToolNames, type ResolvedAgent } from './agents.js';
 import { followTurn } from './follow.js';
@@ -338,7 +338,11 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
     emit,
     knownCalls: known,
   });
-  const follower = followTurn({ handle: ctx.handle, projector, afterSeq });
+  const requeue =
+    own === undefined
+      ? undefined
+      : { waiting: () => !ownSeen, starts: (ev: Extract<SessionEvent, { type: 'turn.started' }>) => ev.input.metadata?.[AAP_REQUEST_KEY] === own };
+  const follower = followTurn({ handle: ctx.handle, projector, afterSeq, ...(requeue === undefined ? {} : { requeue }) });
   let closed = false;
   let begun = false;
   /** Set once the follower stopped: how the turn's response ends. */

@@ -246,6 +246,48 @@ describe('AAP: two messages join one turn', () => {
     const users = (await history(h.url, sid)).filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => JSON.stringify(m.content));
     expect(users.join()).toMatch(/slow one.*second joins.*third joins/);
   });
+
+  it('aap:interrupt:requeued — "the joining request\'s response carries the rest": a message that joined a turn which then failed (its model-call budget spent) before the model saw it runs as its own turn, and its request\'s response carries that turn\'s answer', async () => {
+    let started!: () => void;
+    const toolStarted = new Promise<void>((r) => (started = r));
+    h = await startHarness({
+      limits: { maxModelCallsPerTurn: 1 },
+      script: {
+        rules: [
+          { id: 'first', times: 1, when: { on: 'user' as const }, respond: { blocks: [respond('Working on it.', 'awaiting', 'ack'), { type: 'tool_use' as const, name: 'steady', input: {} }] } },
+          { respond: { blocks: [respond('Answered the joiner.', 'complete')] } },
+        ],
+      },
+      setup: (rt: Runtime) => {
+        rt.registries.tools.register({
+          name: 'steady',
+          description: 'Runs to its end whatever happens.',
+          inputSchema: { type: 'object' },
+          scope: 'generalist',
+          handler: async () => {
+            started();
+            await new Promise((r) => setTimeout(r, 300));
+            return 'done';
+          },
+        });
+        rt.registries.actors.register({ name: 'assistant', tools: ['steady'] });
+      },
+      agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
+    });
+    const sid = await createSession(h.url, { name: 'assistant' });
+    const first = turn(h.url, sid, user('slow one', 'message'));
+    await toolStarted;
+    const second = turn(h.url, sid, user('second joins', 'message'));
+    const [one, two] = await Promise.all([first, second]);
+    // The first turn spent its one model call: it fails, and its response says so.
+    expect(stopReason(one)).toBe('error');
+    expect(textOf(one)).not.toContain('Answered the joiner.');
+    // The joined message was answered as a turn of its own, and the response of its request carries it.
+    expect(textOf(two)).toContain('Answered the joiner.');
+    expect(stopReason(two)).toBe('end_turn');
+    const users = (await history(h.url, sid)).filter((m: { role: string }) => m.role === 'user').map((m: { content: unknown }) => JSON.stringify(m.content));
+    expect(users.join()).toMatch(/slow one.*second joins/);
+  });
 });
 
 describe('AAP: tool settings sent with a re-submission outlive a restart', () => {
