@@ -139,7 +139,8 @@ export const sessionActionSpecs = {
   handOff: {
     ops: ({ context }: Args, _params: unknown, ops: ActionOps) => {
       ops.emit({ type: 'actor.passed', from: context.actor ?? context.entryActor, to: context.passTo! } as SessionEffect);
-      ops.assign({ actor: context.passTo, handoffs: context.handoffs + 1, passTo: null, passLimits: null, ...(context.passLimits ?? {}) });
+      // The receiver's bounds, and its own counts of them: a bound is what one actor may spend (limits.ts).
+      ops.assign({ actor: context.passTo, handoffs: context.handoffs + 1, modelCalls: 0, rejections: 0, nudges: 0, passTo: null, passLimits: null, ...(context.passLimits ?? {}) });
     },
   },
   setError: {

@@ -280,7 +280,10 @@ export interface ActorDefinition {
   compat?: 'respond_to_user' | CompatSetting;
   /** Overrides of the actor's Agent Card (`runtime.agentCard(name)`); unset fields are derived. */
   card?: AgentCardOverrides;
-  /** Bounds (defaults from the runtime). */
+  /**
+   * Bounds of what this actor may spend in one turn (defaults from the runtime): counted from the
+   * turn's start, or from the hand-off that passed the turn to it.
+   */
   maxModelCalls?: number;
   maxRespondRetries?: number;
 }

@@ -22,6 +22,12 @@ type Snap = ReturnType<typeof machine.transition>;
 type Ev = Parameters<typeof machine.transition>[1];
 const meta = (id: string) => registries.turnStates.get(id)!.meta;
 
+/**
+ * The receiving actor's own bounds in a hand-off (its ActorDefinition's): small, because its counts
+ * start afresh (a bound is what one actor may spend), so the paths after a hand-off stay few.
+ */
+const RECEIVER_BOUNDS = { maxModelCalls: 1, maxRespondRetries: 0, maxNudges: 0 };
+
 /** The events the host (and the model, through it) can produce in each state. */
 function eventsFor(s: Snap): Ev[] {
   const v = s.value;
@@ -38,7 +44,7 @@ function eventsFor(s: Snap): Ev[] {
       ...registries.turnStates
         .list()
         .filter((d) => d.id !== 'suspended' && d.id !== 'awaiting')
-        .map((d) => ({ type: 'RESPOND', to: d.id, ...(d.meta.handsOff ? { passTo: other } : {}) }) as Ev),
+        .map((d) => ({ type: 'RESPOND', to: d.id, ...(d.meta.handsOff ? { passTo: other, limits: RECEIVER_BOUNDS } : {}) }) as Ev),
       { type: 'FAIL', code: 'model.overloaded', message: 'overloaded' },
       { type: 'INTERRUPTED' },
     ];

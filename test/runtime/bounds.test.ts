@@ -100,10 +100,6 @@ describe('bounds of the turn loop', () => {
     checkStream(rec.events, rt.registries, { settledTurns: [out.turnId] });
   });
 
-  // BUG (host/machines): ActorDefinition.maxModelCalls and maxRespondRetries ("Bounds (defaults
-  // from the runtime)") are accepted at registration but never used: the session machine's loop
-  // limits come from RuntimeLimits only. Fix: take the acting actor's bounds when a turn starts and
-  // on each hand-off (machine context), falling back to the runtime limits.
   it('turn:actor-bounds — an actor\'s own maxModelCalls bounds its turn below the runtime default', async () => {
     const { rt, model } = harness({ rules: [{ respond: answer(respond([part('thinking', 'still thinking')], 'awaiting')) }] }, { limits: { maxModelCallsPerTurn: 10 } });
     rt.registries.actors.register({ name: 'a', maxModelCalls: 2 });
@@ -111,6 +107,63 @@ describe('bounds of the turn loop', () => {
     const out = await (await s.send('hi')).settled;
     expect(out.error?.code).toBe('turn.model_call_budget');
     expect(model.requests).toHaveLength(2);
+  });
+
+  describe('turn:actor-bounds:after-handoff — "Model calls one actor may make in one turn": a hand-off starts the receiver\'s counts afresh', () => {
+    const plannerThenDrafter = [
+      { when: { actor: 'planner', on: 'user' as const }, respond: answer(toolUse('search', { q: 'x' })) },
+      { when: { actor: 'planner', on: 'tool_result' as const }, respond: answer(respond([part('thinking', 'over to the drafter')], 'passed', { passTo: 'drafter' })) },
+      { when: { actor: 'drafter', on: 'handoff' as const }, respond: answer(toolUse('draft', { q: 'y' })) },
+      { when: { actor: 'drafter', on: 'tool_result' as const }, respond: answer(respond([part('response', 'Drafted.')], 'complete')) },
+    ];
+
+    it('the receiver\'s own maxModelCalls counts only its calls, not the sender\'s', async () => {
+      const { rt, model } = harness({ rules: plannerThenDrafter });
+      addTool(rt.registries, 'search');
+      addTool(rt.registries, 'draft');
+      rt.registries.actors.register({ name: 'planner', tools: ['search'], handoffs: ['drafter'] });
+      rt.registries.actors.register({ name: 'drafter', tools: ['draft'], maxModelCalls: 2 });
+      const s = await rt.createSession({ actor: 'planner' });
+      const out = await (await s.send('hi')).settled;
+      expect(out.error).toBeUndefined();
+      expect(out.finalizedBy).toBe('complete');
+      expect(model.requests.map((r) => r.actor)).toEqual(['planner', 'planner', 'drafter', 'drafter']);
+      await rt.close();
+    });
+
+    it('maxModelCallsPerTurn bounds each actor of the turn: two actors of two calls each fit under 3', async () => {
+      const { rt, model } = harness({ rules: plannerThenDrafter }, { limits: { maxModelCallsPerTurn: 3 } });
+      addTool(rt.registries, 'search');
+      addTool(rt.registries, 'draft');
+      rt.registries.actors.register({ name: 'planner', tools: ['search'], handoffs: ['drafter'] });
+      rt.registries.actors.register({ name: 'drafter', tools: ['draft'] });
+      const s = await rt.createSession({ actor: 'planner' });
+      const out = await (await s.send('hi')).settled;
+      expect(out.error).toBeUndefined();
+      expect(model.requests.map((r) => r.actor)).toEqual(['planner', 'planner', 'drafter', 'drafter']);
+      await rt.close();
+    });
+
+    it('the sender\'s rejected respond() calls do not count against the receiver\'s maxRespondRetries', async () => {
+      const bad = respond([badPart as any], 'awaiting');
+      const { rt, model } = harness({
+        rules: [
+          { when: { actor: 'planner', call: 0 }, respond: answer(bad) },
+          { when: { actor: 'planner', call: 1 }, respond: answer(bad) },
+          { when: { actor: 'planner', call: 2 }, respond: answer(respond([part('thinking', 'over to the drafter')], 'passed', { passTo: 'drafter' })) },
+          { when: { actor: 'drafter', on: 'handoff' as const }, respond: answer(bad) },
+          { when: { actor: 'drafter', on: 'rejection' as const }, respond: answer(respond([part('response', 'Drafted.')], 'complete')) },
+        ],
+      });
+      rt.registries.actors.register({ name: 'planner', handoffs: ['drafter'] });
+      rt.registries.actors.register({ name: 'drafter', maxRespondRetries: 2 });
+      const s = await rt.createSession({ actor: 'planner' });
+      const out = await (await s.send('hi')).settled;
+      expect(out.error).toBeUndefined();
+      expect(out.finalizedBy).toBe('complete');
+      expect(model.requests.map((r) => r.actor)).toEqual(['planner', 'planner', 'planner', 'drafter', 'drafter']);
+      await rt.close();
+    });
   });
 
   it('respond:state-change:last-call — a progress respond() after a state change in the same response is the call rejected: the turn ends with the change, the later call\'s parts are never delivered', async () => {
