@@ -54,17 +54,22 @@ const MAX_ID = 256;
 const MAX_REASON = MAX_APPROVAL_REASON_CHARS;
 const MAX_CONSUMES = 64;
 
-const FIELDS: Record<ClientFrame['type'], readonly string[]> = {
-  subscribe: ['type', 'ref', 'sessionId', 'resumeFrom'],
-  unsubscribe: ['type', 'ref', 'sessionId'],
-  send: ['type', 'ref', 'sessionId', 'text', 'consumes'],
-  approve: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
-  deny: ['type', 'ref', 'approvalId', 'sessionId', 'reason'],
-  action: ['type', 'ref', 'sessionId', 'action'],
-  ping: ['type', 'ref'],
-};
+/**
+ * The fields each frame type allows. A Map, not an object literal: the type is client-controlled,
+ * and `{"type":"constructor"}` (or `__proto__`, `toString`) must find nothing rather than a member
+ * inherited from Object.prototype.
+ */
+const FIELDS: ReadonlyMap<string, readonly string[]> = new Map<ClientFrame['type'], readonly string[]>([
+  ['subscribe', ['type', 'ref', 'sessionId', 'resumeFrom']],
+  ['unsubscribe', ['type', 'ref', 'sessionId']],
+  ['send', ['type', 'ref', 'sessionId', 'text', 'consumes']],
+  ['approve', ['type', 'ref', 'approvalId', 'sessionId', 'reason']],
+  ['deny', ['type', 'ref', 'approvalId', 'sessionId', 'reason']],
+  ['action', ['type', 'ref', 'sessionId', 'action']],
+  ['ping', ['type', 'ref']],
+]);
 
-const TYPES = Object.keys(FIELDS).join(', ');
+const TYPES = [...FIELDS.keys()].join(', ');
 
 export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean, maxBytes: number): FrameResult {
   if (isBinary) return fail('frame.binary', 'binary frames are not accepted: send one JSON object as a text frame');
@@ -93,7 +98,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
   }
   const type = obj.type;
   if (typeof type !== 'string') return fail('frame.invalid', `/type is required: one of ${TYPES}`, ref);
-  const allowed = (FIELDS as Record<string, readonly string[] | undefined>)[type];
+  const allowed = FIELDS.get(type);
   if (allowed === undefined) return fail('frame.unknown_type', `unknown frame type '${truncate(type)}': expected one of ${TYPES}`, ref);
   for (const key of Object.keys(obj)) {
     if (!allowed.includes(key)) return fail('frame.invalid', `/${truncate(key)} is not a field of a '${type}' frame (allowed: ${allowed.join(', ')})`, ref);

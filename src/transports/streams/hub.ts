@@ -2,10 +2,12 @@
  * The one `SessionHandle.events()` subscription of a session, shared by every local follower of
  * the streams transport: fanning an event out costs one runtime emission, not one per follower.
  * A hub registers itself in the transport's `hubs` map and leaves it when its last follower
- * leaves or the session's stream ends.
+ * leaves or the session's stream ends. The stream ends (`completed`) when the session is stopped or
+ * deleted, also when it was deleted before the hub subscribed; any other error is `failed`.
  */
 import type { Subscription } from 'rxjs';
 import type { SessionHandle } from '../../api.js';
+import { TurnstateError } from '../../errors.js';
 import type { SessionEvent } from '../../types.js';
 
 /** What a hub calls on each of its followers. */
@@ -14,7 +16,7 @@ export interface HubFollower {
   live(event: SessionEvent): void;
   /** The session's stream failed: the hub has ended. */
   failed(e: unknown): void;
-  /** The session's stream completed (session stopped or deleted): the hub has ended. */
+  /** The session's stream completed (session stopped or deleted, even before the hub subscribed): the hub has ended. */
   completed(): void;
 }
 
@@ -41,7 +43,9 @@ export class SessionHub {
         this.lastSeq = event.seq;
         for (const f of this.followers) f.live(event);
       },
-      error: (e: unknown) => this.end((f) => f.failed(e)),
+      // A session deleted before the hub subscribed (a follower still replaying when it went) has
+      // ended like one deleted while followed, not failed.
+      error: (e: unknown) => this.end(sessionGone(e) ? (f) => f.completed() : (f) => f.failed(e)),
       complete: () => this.end((f) => f.completed()),
     });
     if (this.ended) this.subscription.unsubscribe();
@@ -65,4 +69,9 @@ export class SessionHub {
     this.followers.clear();
     for (const f of followers) notify(f);
   }
+}
+
+/** The session no longer exists: it was deleted after its follower found it. */
+function sessionGone(e: unknown): boolean {
+  return e instanceof TurnstateError && e.code === 'session.not_found';
 }

@@ -11,18 +11,19 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, resolve, sep } from 'node:path';
 import { HttpError, sendError } from '../http.js';
 
-const TYPES: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.svg': 'image/svg+xml',
-  '.png': 'image/png',
-  '.ico': 'image/x-icon',
-  '.txt': 'text/plain; charset=utf-8',
-  '.webmanifest': 'application/manifest+json',
-};
+/** Keyed by the requested file's extension: a Map, so no name finds an Object.prototype member. */
+const TYPES: ReadonlyMap<string, string> = new Map([
+  ['.html', 'text/html; charset=utf-8'],
+  ['.js', 'text/javascript; charset=utf-8'],
+  ['.mjs', 'text/javascript; charset=utf-8'],
+  ['.css', 'text/css; charset=utf-8'],
+  ['.json', 'application/json; charset=utf-8'],
+  ['.svg', 'image/svg+xml'],
+  ['.png', 'image/png'],
+  ['.ico', 'image/x-icon'],
+  ['.txt', 'text/plain; charset=utf-8'],
+  ['.webmanifest', 'application/manifest+json'],
+]);
 
 /**
  * The page may talk to its own origin only (WebSocket included). Style attributes are allowed
@@ -73,7 +74,7 @@ export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: 
     }
     const ext = extname(file).toLowerCase();
     const headers: Record<string, string> = {
-      'content-type': TYPES[ext] ?? 'application/octet-stream',
+      'content-type': TYPES.get(ext) ?? 'application/octet-stream',
       'content-length': String(size),
       'cache-control': 'no-cache',
       'x-content-type-options': 'nosniff',

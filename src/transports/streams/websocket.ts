@@ -9,7 +9,9 @@
  * - One connection may subscribe to several sessions; all share one bounded buffer. A slow
  *   connection is closed with 4008 and resumes each session with `resumeFrom`.
  * - Client frames are handled in order. A bad frame is answered with an `error` frame naming the
- *   problem and the connection stays up; 20 bad frames in a row close it with 1008.
+ *   problem and the connection stays up; 20 bad frames in a row close it with 1008. No frame can
+ *   throw into the `ws` emitter: a failure that is not a refusal (a bug) is answered `internal`
+ *   and closes that connection with 1011, never the process.
  * - A session or approval of another tenant is answered exactly like a missing one.
  */
 import type { IncomingMessage } from 'node:http';
@@ -159,7 +161,15 @@ class WsConnection implements StreamConnection {
       },
     });
     socket.on('drain', () => this.sub.drain());
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('message', (data, isBinary) => {
+      // The second line of defence: nothing a frame does may throw into the ws emitter, where it
+      // would be an uncaught exception and end the process. A bug is answered `internal`, then 1011.
+      try {
+        this.onMessage(data, isBinary);
+      } catch (e) {
+        this.internal(e, undefined);
+      }
+    });
     ws.on('pong', () => {
       this.alive = true;
     });
@@ -325,8 +335,23 @@ class WsConnection implements StreamConnection {
       this.error(e.code, e.message, ref);
       return;
     }
-    this.error('internal', `internal error: ${e instanceof Error ? e.message : String(e)}`, ref);
-    this.terminateWith(CloseCode.internal, 'internal error: reconnect and resume from your last seq');
+    this.internal(e, ref);
+  }
+
+  /** A bug: answered with an `internal` error frame, then the connection is closed with 1011. */
+  private internal(e: unknown, ref: Ref | undefined): void {
+    try {
+      this.error('internal', `internal error: ${e instanceof Error ? e.message : String(e)}`, ref);
+      this.terminateWith(CloseCode.internal, 'internal error: reconnect and resume from your last seq');
+    } catch {
+      // Even the answer failed: cut the connection, never the process.
+      try {
+        this.dispose();
+      } catch {
+        // It is closed (dispose marks it first); what it could not release is dropped with it.
+      }
+      this.ws.terminate();
+    }
   }
 
   private error(code: string, message: string, ref?: Ref, sessionId?: string): void {
