@@ -177,11 +177,27 @@ export function attemptRecord(tool: RegisteredTool, args: unknown, ctx: Dispatch
   return executionRecordOf(tool, ctx, args, json, isError, a.durationMs, a.startedAt, ctx.approvalDecision?.approvalId, maxResultChars, attempt, a.outcome);
 }
 
-/** A thrown value as message text; never throws (a revoked Proxy or a throwing `message` getter is no message). */
+/**
+ * A thrown value as message text, keeping what it says; never throws (a revoked Proxy or a
+ * throwing `message` getter is no message). An Error is its message, or its name when the message
+ * is empty (`class RateLimitError extends Error` thrown bare); a symbol or a bigint its String()
+ * (`Symbol(rate limited)`, `5`); `undefined` says so; anything else is its JSON.
+ */
 export function errorMessage(e: unknown): string {
-  if (typeof e === 'string') return e;
+  switch (typeof e) {
+    case 'string':
+      return e;
+    case 'undefined':
+      return 'threw undefined';
+    case 'symbol':
+    case 'bigint':
+      return String(e);
+  }
   try {
-    if (e instanceof Error) return String(e.message);
+    if (e instanceof Error) {
+      const message = String(e.message);
+      return message !== '' ? message : String(e.name);
+    }
   } catch {
     return 'an error that cannot be read';
   }

@@ -15,6 +15,7 @@
  */
 import { Observable, type OperatorFunction } from 'rxjs';
 import { TurnstateError } from '../errors.js';
+import { ContainedObservable } from './contained.js';
 
 export type OverflowPolicy = 'drop-oldest' | 'drop-newest';
 
@@ -59,8 +60,16 @@ export type DeliveryListener<T> = (kind: DeliveryOutcome<T>['kind'], value: T, d
  * throws; `listener` hears one outcome per value (it must not throw).
  */
 export class BoundedDelivery<T> {
-  private queue: T[] = [];
+  /**
+   * The waiting values, a ring of at most `bufferSize` slots (grown as needed, up to that; released
+   * when it empties): a drop-oldest overwrites a slot, so a destination that never catches up holds
+   * `bufferSize` values, never more memory.
+   */
+  private queue: (T | undefined)[] = [];
+  /** The slot of the oldest waiting value. */
   private head = 0;
+  /** Values waiting. */
+  private size = 0;
   private inFlight = 0;
   private dropped = 0;
   private ending = false;
@@ -81,26 +90,27 @@ export class BoundedDelivery<T> {
 
   /** Values waiting (not counting deliveries in flight). */
   get waiting(): number {
-    return this.queue.length - this.head;
+    return this.size;
   }
 
   push(value: T): void {
     if (this.stopped || this.ending) return;
-    if (this.inFlight < this.concurrency && this.head === this.queue.length) {
+    if (this.inFlight < this.concurrency && this.size === 0) {
       this.run(value);
       return;
     }
-    if (this.queue.length - this.head < this.bufferSize) {
-      this.queue.push(value);
+    if (this.size < this.bufferSize) {
+      this.enqueue(value);
       return;
     }
     if (this.overflow === 'drop-newest' || this.bufferSize === 0) {
       this.listener('dropped', value, ++this.dropped);
       return;
     }
-    const oldest = this.queue[this.head]!;
-    this.queue[this.head++] = undefined as T;
-    this.queue.push(value);
+    // Full (the ring has its bufferSize slots): the newest takes the oldest's slot.
+    const oldest = this.queue[this.head] as T;
+    this.queue[this.head] = value;
+    if (++this.head === this.queue.length) this.head = 0;
     this.listener('dropped', oldest, ++this.dropped);
   }
 
@@ -115,6 +125,30 @@ export class BoundedDelivery<T> {
     this.stopped = true;
     this.queue = [];
     this.head = 0;
+    this.size = 0;
+  }
+
+  /** Adds a value behind the waiting ones (`size < bufferSize`), growing the ring when it is full. */
+  private enqueue(value: T): void {
+    let cap = this.queue.length;
+    if (this.size === cap) {
+      const ring = new Array<T | undefined>(Math.min(this.bufferSize, Math.max(8, cap * 2)));
+      for (let i = 0; i < this.size; i++) ring[i] = this.queue[(this.head + i) % cap];
+      this.queue = ring;
+      this.head = 0;
+      cap = ring.length;
+    }
+    this.queue[(this.head + this.size) % cap] = value;
+    this.size++;
+  }
+
+  /** Takes the oldest waiting value out (`size > 0`). */
+  private dequeue(): T {
+    const value = this.queue[this.head] as T;
+    this.queue[this.head] = undefined;
+    if (++this.head === this.queue.length) this.head = 0;
+    this.size--;
+    return value;
   }
 
   private run(value: T): void {
@@ -160,23 +194,17 @@ export class BoundedDelivery<T> {
     this.inFlight--;
     if (this.stopped) return;
     this.listener(kind, value, error);
-    while (this.inFlight < this.concurrency && this.head < this.queue.length && !this.stopped) {
-      const v = this.queue[this.head]!;
-      this.queue[this.head++] = undefined as T;
-      this.run(v);
-    }
-    if (this.head === this.queue.length) {
+    while (this.inFlight < this.concurrency && this.size > 0 && !this.stopped) this.run(this.dequeue());
+    // Emptied: the ring goes (a burst's slots are not kept for the next one).
+    if (this.size === 0 && this.queue.length > 0) {
       this.queue = [];
-      this.head = 0;
-    } else if (this.head > 256 && this.head * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.head);
       this.head = 0;
     }
     this.drainedYet();
   }
 
   private drainedYet(): void {
-    if (this.ending && !this.stopped && this.inFlight === 0 && this.head === this.queue.length) {
+    if (this.ending && !this.stopped && this.inFlight === 0 && this.size === 0) {
       this.stopped = true;
       this.onDrained?.();
     }
@@ -186,8 +214,8 @@ export class BoundedDelivery<T> {
 export function deliverBounded<T>(deliver: (value: T) => void | PromiseLike<void>, opts?: BoundedDeliveryOptions): OperatorFunction<T, DeliveryOutcome<T>> {
   if (typeof deliver !== 'function') throw new TurnstateError('router.delivery_invalid', 'deliverBounded(): deliver must be a function');
   boundedDeliveryOptions(opts);
-  return (source) =>
-    new Observable<DeliveryOutcome<T>>((out) => {
+  return (source) => {
+    const outcomes = new Observable<DeliveryOutcome<T>>((out) => {
       const q = new BoundedDelivery<T>(
         deliver,
         opts,
@@ -205,4 +233,9 @@ export function deliverBounded<T>(deliver: (value: T) => void | PromiseLike<void
         q.stop();
       };
     });
+    // Over one of the router's (contained) streams the outcomes are contained like it: a subscriber
+    // that throws goes to the stream's onError, never to RxJS's timer (the process), and so does an
+    // operator chained after this one (`lift` keeps the wrapping).
+    return source instanceof ContainedObservable ? new ContainedObservable(source.contain, outcomes) : outcomes;
+  };
 }

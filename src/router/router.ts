@@ -24,6 +24,7 @@ import { ContainedObservable } from './contained.js';
 import { handlerContext, stopSignal, unsignalledContext, type DispatchContext } from './dispatch-context.js';
 import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute } from './filter-distribute.js';
+import { ownArgs } from './own-args.js';
 
 /** One event published on the router. */
 export interface RoutedEvent {
@@ -283,7 +284,8 @@ export class EventRouter {
     let result: unknown;
     let thenable: boolean;
     try {
-      result = handler(args, handlerCtx);
+      // The handler's own copy: what it changes is not what the model sent, logged or published.
+      result = handler(ownArgs(args), handlerCtx);
       // Inside the try: reading `then` may throw (a getter, a revoked Proxy); that is a failed call.
       thenable = isThenable(result);
     } catch (e) {
@@ -369,7 +371,7 @@ export class EventRouter {
         const deadline = timeoutMs === undefined ? undefined : new Deadline(stop, timeoutMs);
         const runCtx = deadline === undefined ? handlerCtx : handlerContext(ctx, deadline.signal);
         try {
-          result = handler(args, runCtx);
+          result = handler(ownArgs(args), runCtx);
           // Raced against the cancel signal and the deadline, never the interrupt: an interrupted
           // handler settles as it will (it honours its signal and rejects, or its result counts).
           if (isThenable(result)) {
@@ -388,6 +390,8 @@ export class EventRouter {
         } finally {
           deadline?.clear();
         }
+        // Stopped (an interrupt the handler ignored, then failed or ran out of time): no retry follows.
+        if (stop?.aborted) retryable = false;
       }
       a = settleAttempt(this.filterAndDistribute, tool, ctx, result, error, outcome, retryable, startedAt, t0);
       if (attempts > 1 && a.retryable) a.error += ` (attempt ${n} of ${attempts})`;

@@ -189,7 +189,8 @@ describe('router:cancel:interrupt', () => {
     const p = router.dispatchTool(payTimed, {}, ctx({ signal: undefined, interrupt: turn.signal }));
     setTimeout(() => turn.abort(), 5);
     const out = await p;
-    expect(out).toMatchObject({ isError: true, llmContent: 'tool "pay_timed" failed: card declined (attempt 1 of 3)', execution: { outcome: 'error' } });
+    // No "(attempt 1 of 3)": the call was interrupted, so no retry follows (router:retry:exhausted).
+    expect(out).toMatchObject({ isError: true, llmContent: 'tool "pay_timed" failed: card declined', execution: { outcome: 'error' } });
     expect(runs).toBe(1);
   });
 

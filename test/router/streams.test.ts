@@ -192,6 +192,39 @@ describe('EventRouter streams', () => {
     expect(await escaped.settle()).toEqual([]);
   });
 
+  it('router:streams:errors-contained — "A subscriber of calls$, results$ (piped or not, through inSession() or a filterAndDistribute() group) or views$(id) that throws MUST NOT affect [...] the process": piped through deliverBounded() too, the error goes to onError', async () => {
+    const escaped = unhandledErrors();
+    const errs: string[] = [];
+    const fad = new FilterAndDistribute({ onError: (e, dest) => void errs.push(`${dest}: ${(e as Error).message}`) });
+    fad.register({ id: 'cache' });
+    const router = new EventRouter({ filterAndDistribute: fad, onError: (e, where) => void errs.push(`${where}: ${(e as Error).message}`) });
+    const thrower = (what: string) => () => {
+      throw new Error(what);
+    };
+    // A synchronous consumer (the outcome is emitted inside the dispatch) and an async one (emitted
+    // later, from the promise's callback): both are contained.
+    router.results$.pipe(deliverBounded(() => {})).subscribe(thrower('results$ bounded'));
+    router.results$.pipe(deliverBounded(async () => {}), map((o) => o.kind)).subscribe({ next: thrower('results$ bounded async, piped') });
+    router.inSession('s1').results$.pipe(deliverBounded(() => {})).subscribe(thrower('inSession bounded'));
+    fad.views$('cache').pipe(deliverBounded(() => {})).subscribe(thrower('views$ bounded'));
+    router.results$
+      .pipe(
+        filterAndDistribute(['cache']),
+        mergeMap((dest$) => dest$.pipe(deliverBounded(() => {}))),
+      )
+      .subscribe(thrower('group bounded'));
+    const good: string[] = [];
+    router.results$.pipe(deliverBounded(async () => {})).subscribe((o) => void good.push(`${o.kind}:${o.value.call.callId}`));
+    const out = await router.dispatchTool(search, { n: 1 }, ctx({ sessionId: 's1', callId: 'k1' }));
+    expect(out).toMatchObject({ isError: false, llmContent: JSON.stringify({ flight: 'F1', price: 101 }) });
+    await new Promise((r) => setImmediate(r));
+    expect(good).toEqual(['delivered:k1']);
+    expect(errs.sort()).toEqual(
+      ['cache: views$ bounded', 'observer: group bounded', 'observer: inSession bounded', 'observer: results$ bounded', 'observer: results$ bounded async, piped'].sort(),
+    );
+    expect(await escaped.settle()).toEqual([]);
+  });
+
   it('router:streams:close — close() completes calls$ and results$', async () => {
     const router = new EventRouter();
     const done: string[] = [];
@@ -381,6 +414,35 @@ describe('deliverBounded', () => {
     await new Promise((r) => setImmediate(r));
     expect(written).toEqual(['cache:F7']);
     sub.unsubscribe();
+  });
+});
+
+describe('deliverBounded: memory', () => {
+  /** The slots behind a buffer's waiting values (what a stuck destination holds on to). */
+  const slots = (q: unknown) => (q as { queue: unknown[] }).queue.length;
+
+  it('router:distribute:bounded-drop-oldest — "views arriving while it is busy wait in its buffer (bufferSize [...]), and past that the oldest waiting view is dropped": a destination that never catches up holds bufferSize slots however many views are dropped, and delivers the newest in order', async () => {
+    const { BoundedDelivery } = await import('../../src/router/bounded-delivery.js');
+    const gate = gatedSink();
+    const outcomes: string[] = [];
+    const q = new BoundedDelivery<number>((v) => gate.deliver(v), { bufferSize: 10 }, (kind, v) => void outcomes.push(`${kind}:${v}`));
+    const N = 5_000;
+    for (let i = 0; i < N; i++) q.push(i);
+    expect(q.waiting).toBe(10);
+    expect(slots(q)).toBeLessThanOrEqual(10);
+    expect(outcomes.filter((o) => o.startsWith('dropped'))).toHaveLength(N - 11);
+    // In flight: 0. Waiting: the newest ten, in order, though the ring has wrapped many times over.
+    while (gate.gates.length) await gate.release();
+    expect(gate.got).toEqual([0, ...Array.from({ length: 10 }, (_, i) => N - 10 + i)]);
+    expect(slots(q)).toBe(0);
+
+    // The same through a FilterAndDistribute destination whose deliver never settles (a stuck audit writer).
+    const dropped: number[] = [];
+    const fad = new FilterAndDistribute({ onOverflow: (_d, n) => void dropped.push(n) });
+    fad.register({ id: 'audit', bufferSize: 10, deliver: () => new Promise<void>(() => {}) });
+    for (let i = 0; i < N; i++) fad.distribute(offer(1), meta(i));
+    expect(fad.stats('audit')).toEqual({ delivered: 0, failed: 0, dropped: N - 11, pending: 11 });
+    expect(slots((fad as unknown as { entries: Map<string, { delivery: unknown }> }).entries.get('audit')!.delivery)).toBeLessThanOrEqual(10);
   });
 });
 
