@@ -128,6 +128,11 @@ export class ActorRegistry extends Registry<ActorDefinition> implements ActorReg
       for (const key of Object.keys(c)) if (key !== 'mode' && key !== 'deliverDrafts') fail('actors:compat:invalid', `${shape}; '${key}' is not a compat field`);
       if (c.deliverDrafts !== undefined && typeof c.deliverDrafts !== 'boolean') fail('actors:compat:invalid', `${shape}; deliverDrafts must be a boolean`);
     }
+    // A compatibility actor speaks respond_to_user and mark_work_complete only: nothing it says can
+    // pass the turn, so hand-off targets would only be advertised (AAP /meta, its card), never reached.
+    if (d.compat !== undefined && Array.isArray(d.handoffs) && d.handoffs.length > 0) {
+      fail('actors:compat:no-handoffs', "a compatibility actor (compat: 'respond_to_user') answers with respond_to_user and mark_work_complete and cannot hand off; remove handoffs, or drop compat so the actor hands off with respond() (passTo)");
+    }
 
     if (d.card !== undefined) checkCard(d.card, fail);
 

@@ -38,7 +38,7 @@ describe('Agent Cards (spec 001 "agent-card.md — how an agent declares which e
     expect(JSON.parse(JSON.stringify(card))).toEqual(card);
   });
 
-  it('cards:derived:tools-handoffs — a respond_to_user actor with an approval-gated tool and a hand-off produces what both can put in an envelope', () => {
+  it('cards:derived:tools-handoffs — a respond_to_user actor with an approval-gated tool produces what the tool can put in an envelope, and an actor that hands off produces what its target can', () => {
     const rt = createRuntime({ model: noModel });
     rt.registries.tools.register({
       name: 'book',
@@ -48,10 +48,16 @@ describe('Agent Cards (spec 001 "agent-card.md — how an agent declares which e
       requiresApproval: true,
       handler: async () => ({ ok: true }),
     });
-    rt.registries.actors.register({ name: 'voice', compat: 'respond_to_user', tools: ['book'], handoffs: ['thinker'] });
+    // A compatibility actor cannot hand off (actors:compat:no-handoffs): its hand-offs are a respond() actor's.
+    rt.registries.actors.register({ name: 'voice', compat: 'respond_to_user', tools: ['book'] });
     rt.registries.actors.register({ name: 'thinker', compat: 'respond_to_user', thinking: { budgetTokens: 1024 } });
-    expect(partTypesOf(rt.agentCard('voice')).produces.sort()).toEqual(['approval-request', 'domain-data', 'error', 'llm-context', 'reasoning-trace', 'response']);
+    rt.registries.actors.register({ name: 'front', handoffs: ['voice'] });
+    rt.registries.actors.register({ name: 'alone' });
+    expect(partTypesOf(rt.agentCard('voice')).produces.sort()).toEqual(['approval-request', 'domain-data', 'error', 'llm-context', 'response']);
     expect(partTypesOf(rt.agentCard('thinker')).produces.sort()).toEqual(['error', 'llm-context', 'reasoning-trace', 'response']);
+    // What the hand-off target can put in the envelope is on the card of the actor that hands off.
+    expect(partTypesOf(rt.agentCard('front')).produces).toContain('approval-request');
+    expect(partTypesOf(rt.agentCard('alone')).produces).not.toContain('approval-request');
   });
 
   it('cards:overrides — the registration\'s card overrides replace the derived fields they name; a later part type is accepted once registered', () => {

@@ -96,6 +96,16 @@ describe('ActorRegistry', () => {
     expect(r.register({ name: 'b', compat: { mode: 'respond_to_user', deliverDrafts: true } }).compat).toEqual({ mode: 'respond_to_user', deliverDrafts: true });
   });
 
+  it('actors:compat:no-handoffs — "passTo names a known handoff target": a compatibility actor has no respond() to pass the turn with, so handoffs on it are refused naming both fields (AAP /meta and its card would advertise what it can never reach)', () => {
+    const r = new ActorRegistry();
+    expectRule(() => r.register({ name: 'voice', compat: 'respond_to_user', handoffs: ['flights'] }), 'actors:compat:no-handoffs', 'handoffs', 'compat');
+    expectRule(() => r.register({ name: 'voice', compat: { mode: 'respond_to_user', deliverDrafts: true }, handoffs: ['flights'] }), 'actors:compat:no-handoffs');
+    expect(r.has('voice')).toBe(false);
+    // An empty list asks for nothing; a compatibility actor may still be a hand-off target.
+    expect(r.register({ name: 'voice', compat: 'respond_to_user', handoffs: [] }).name).toBe('voice');
+    expect(r.register({ name: 'front', handoffs: ['voice'] }).handoffs).toEqual(['voice']);
+  });
+
   it('registries:per-instance — an actor registered in one registry is not in another', () => {
     const a = new ActorRegistry();
     a.register(triage);
