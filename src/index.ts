@@ -69,6 +69,8 @@ export {
   SurfaceTemplateRegistry,
   A2UI_BASIC_CATALOG_ID,
   approvalKind,
+  SURFACE_APPROVE_ACTION,
+  SURFACE_DENY_ACTION,
   CANONICAL_PART_TYPES,
   CANONICAL_TURN_STATES,
 } from './registries/index.js';
@@ -93,6 +95,7 @@ export type {
   ArtifactRef,
   SurfaceTemplate,
   SurfaceContext,
+  SurfaceTemplateRegistryApi,
   PartCheck,
   ToolDefinition,
   ToolHandler,

@@ -10,10 +10,7 @@
  * - Surfaces (surfaces.ts): the flights found, and a pending booking with Approve / Deny.
  */
 import { readFileSync } from 'node:fs';
-import type { Runtime } from '../../src/api.js';
-import type { ModelScript } from '../../src/models/script.js';
-import { annotate } from '../../src/router/annotated.js';
-import type { EventRouter } from '../../src/router/router.js';
+import { annotate, type EventRouter, type ModelScript, type Runtime } from 'turnstate';
 import { registerTravelDeskSurfaces } from './surfaces.js';
 
 export interface Flight {

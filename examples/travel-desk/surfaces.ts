@@ -7,8 +7,7 @@
  *   **Approve** and a **Deny** button whose actions carry the approvalId, so a click answers
  *   the approval.
  */
-import { SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION, approvalKind } from '../../src/registries/surface-templates.js';
-import type { SurfaceContext, SurfaceTemplateRegistryApi } from '../../src/registries/types.js';
+import { SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION, approvalKind, type SurfaceContext, type SurfaceTemplateRegistryApi } from 'turnstate';
 
 export interface SurfaceFlight {
   id: string;

@@ -53,8 +53,26 @@ Options for serve:
   -h, --help        Show this help
   -v, --version     Show the version
 
+Environment (an empty variable, HOST=, counts as unset):
+  TURNSTATE_PUBLIC_URL
+                    The base of signed artifact links (https://agents.example.com; default:
+                    the listening URL)
+  TURNSTATE_API_KEYS
+                    JSON mapping API keys to principals ({"<key>": {"userId": "ana"}}); a key
+                    is then required. Unset: every request is the local user
+
 The model: Claude when ANTHROPIC_API_KEY is set, else the travel desk's ScriptedModel
 (or the --script file).`;
+
+/**
+ * An environment variable's value, or undefined when it is unset or empty (blank): `HOST=` in an
+ * env file or a compose file means "not set", never "bind every interface" or "the current
+ * directory". Every variable the command reads goes through this.
+ */
+export function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
 
 const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin', 'allow-host', 'passivate-after']);
 
@@ -77,47 +95,62 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else {
       value = rest[i + 1];
       i++;
+      // `--data-dir --port 0`: the next word is another option, not this one's value (a value
+      // that starts with "--" can still be given as `--data-dir=--odd`).
+      if (value?.startsWith('--')) throw new UsageError(`option "--${name}" needs a value (got the option "${value}")`);
     }
     if (value === undefined || value === '') throw new UsageError(`option "--${name}" needs a value`);
     values.set(name, value);
   }
 
-  const portText = values.get('port') ?? env['PORT'] ?? '8787';
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || !Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new UsageError(`--port must be an integer from 0 to 65535, got "${portText}"`);
+  /** The option's value, else its environment variable's (unset or empty: none), with the name to report. */
+  const option = (name: string, variable: string): { value: string; from: string } | undefined => {
+    const flag = values.get(name);
+    if (flag !== undefined) return { value: flag, from: `--${name}` };
+    const fromEnv = envValue(env, variable);
+    return fromEnv === undefined ? undefined : { value: fromEnv, from: variable };
+  };
+
+  const portOpt = option('port', 'PORT') ?? { value: '8787', from: '--port' };
+  const port = Number(portOpt.value);
+  if (!/^\d+$/.test(portOpt.value) || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(`${portOpt.from} must be an integer from 0 to 65535, got "${portOpt.value}"`);
   }
   const args: ServeArgs = {
     port,
-    host: values.get('host') ?? env['HOST'] ?? '127.0.0.1',
-    dataDir: values.get('data-dir') ?? env['TURNSTATE_DATA_DIR'] ?? '.data',
+    host: option('host', 'HOST')?.value ?? '127.0.0.1',
+    dataDir: option('data-dir', 'TURNSTATE_DATA_DIR')?.value ?? '.data',
   };
   const script = values.get('script');
   if (script !== undefined) args.script = script;
-  const origins = values.get('allow-origin') ?? env['TURNSTATE_ALLOWED_ORIGINS'];
-  if (origins !== undefined && origins.trim() !== '') {
+  const origins = option('allow-origin', 'TURNSTATE_ALLOWED_ORIGINS');
+  if (origins !== undefined) {
     // Each as the origin a browser sends (`https://App.Example.com:443` is https://app.example.com).
-    args.allowedOrigins = origins
+    const list = origins.value
       .split(',')
       .map((o) => o.trim())
       .filter((o) => o !== '')
       .map((o) => {
         const origin = parseOrigin(o);
-        if (origin === undefined) throw new UsageError(`--allow-origin: "${o}" is not an origin (scheme://host[:port], no path, query or user), e.g. https://app.example.com`);
+        if (origin === undefined) throw new UsageError(`${origins.from}: "${o}" is not an origin (scheme://host[:port], no path, query or user), e.g. https://app.example.com`);
         return origin;
       });
+    if (list.length > 0) args.allowedOrigins = list;
   }
-  const passivate = values.get('passivate-after') ?? env['TURNSTATE_PASSIVATE_AFTER_MS'];
+  const passivate = option('passivate-after', 'TURNSTATE_PASSIVATE_AFTER_MS');
   if (passivate !== undefined) {
-    if (!/^\d+$/.test(passivate) || !Number.isSafeInteger(Number(passivate))) throw new UsageError(`--passivate-after must be a whole number of milliseconds (0: never), got "${passivate}"`);
-    args.passivateAfterMs = Number(passivate);
-  }
-  const hosts = values.get('allow-host') ?? env['TURNSTATE_ALLOWED_HOSTS'];
-  if (hosts !== undefined && hosts.trim() !== '') {
-    args.allowedHosts = hosts.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
-    for (const h of args.allowedHosts) {
-      if (h !== '*' && !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(h)) throw new UsageError(`--allow-host: "${h}" is not a host name (no scheme, port or path), e.g. agents.internal`);
+    if (!/^\d+$/.test(passivate.value) || !Number.isSafeInteger(Number(passivate.value))) {
+      throw new UsageError(`${passivate.from} must be a whole number of milliseconds (0: never), got "${passivate.value}"`);
     }
+    args.passivateAfterMs = Number(passivate.value);
+  }
+  const hosts = option('allow-host', 'TURNSTATE_ALLOWED_HOSTS');
+  if (hosts !== undefined) {
+    const list = hosts.value.split(',').map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+    for (const h of list) {
+      if (h !== '*' && !/^(\[[0-9a-f:.]+\]|[a-z0-9.-]+)$/.test(h)) throw new UsageError(`${hosts.from}: "${h}" is not a host name (no scheme, port or path), e.g. agents.internal`);
+    }
+    if (list.length > 0) args.allowedHosts = list;
   }
   return { kind: 'serve', args };
 }

@@ -23,7 +23,7 @@ import { createAapTransport } from '../transports/aap/index.js';
 import { healthTransport, startServer, type RunningServer } from '../transports/server.js';
 import { createStreamsTransport } from '../transports/streams/index.js';
 import type { Authenticate, HttpTransport } from '../transports/types.js';
-import type { ServeArgs } from './args.js';
+import { envValue, type ServeArgs } from './args.js';
 import { authFromEnv } from './auth.js';
 import { lockDataDir } from './data-lock.js';
 
@@ -61,26 +61,19 @@ interface TravelDeskModule {
 }
 
 /**
- * Loads the travel desk: a compiled `app.js` when present, else the `app.ts` source (directly
- * under tsx, e.g. `npm start`; through tsx's loader API from the built command).
+ * Loads the travel desk. The built command (dist/cli) loads its compiled copy,
+ * dist/examples/travel-desk/app.js (`npm run build` makes it; the package ships it, and it needs
+ * neither tsx nor src/). From source (src/cli, under tsx or vitest: `npm start`) it loads
+ * examples/travel-desk/app.ts, which that loader compiles.
  */
 async function loadTravelDesk(): Promise<TravelDeskModule> {
-  const base = join(PACKAGE_ROOT, 'examples', 'travel-desk');
-  if (existsSync(join(base, 'app.js'))) return (await import(pathToFileURL(join(base, 'app.js')).href)) as TravelDeskModule;
-  const source = pathToFileURL(join(base, 'app.ts')).href;
-  try {
-    return (await import(source)) as TravelDeskModule;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+  const compiled = join(HERE, '..', 'examples', 'travel-desk', 'app.js');
+  if (existsSync(compiled)) return (await import(pathToFileURL(compiled).href)) as TravelDeskModule;
+  const source = join(PACKAGE_ROOT, 'examples', 'travel-desk', 'app.ts');
+  if (!import.meta.url.endsWith('.ts')) {
+    throw new Error(`the travel desk demo is not built (${compiled} is missing): run \`npm run build\``);
   }
-  let tsImport: (specifier: string, parent: string) => Promise<unknown>;
-  try {
-    const api = 'tsx/esm/api';
-    ({ tsImport } = (await import(api)) as { tsImport: typeof tsImport });
-  } catch {
-    throw new Error(`the travel desk demo (${join(base, 'app.ts')}) is TypeScript: run \`npm start\`, or install tsx next to turnstate`);
-  }
-  return (await tsImport(source, import.meta.url)) as TravelDeskModule;
+  return (await import(pathToFileURL(source).href)) as TravelDeskModule;
 }
 
 function readScript(path: string): ModelScript {
@@ -159,6 +152,22 @@ function linkSecret(dataDir: string): Buffer {
   return key;
 }
 
+/** Host errors: the name does not resolve, or is not an address of this machine. */
+const HOST_ERRORS = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EADDRNOTAVAIL', 'EAFNOSUPPORT']);
+
+/** A failure to listen, naming the option (and its variable) it comes from: not a bare `getaddrinfo ENOTFOUND x`. */
+function listenError(e: unknown, opts: ServeArgs): unknown {
+  const code = (e as NodeJS.ErrnoException).code;
+  const message = (e as Error).message;
+  if (code !== undefined && HOST_ERRORS.has(code)) {
+    return new Error(`--host ${opts.host} (env HOST): cannot listen on it, it is not an address of this machine (${message})`);
+  }
+  if (code === 'EADDRINUSE' || code === 'EACCES') {
+    return new Error(`--port ${opts.port} (env PORT): cannot listen on it${code === 'EADDRINUSE' ? ', another process uses it' : ''} (${message})`);
+  }
+  return e;
+}
+
 export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -179,16 +188,16 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
       throw new Error(`--script ${path}: ${(e as Error).message}`);
     }
     modelName = `scripted (${path})`;
-  } else if (env['ANTHROPIC_API_KEY'] !== undefined && env['ANTHROPIC_API_KEY'] !== '') {
+  } else if (envValue(env, 'ANTHROPIC_API_KEY') !== undefined) {
     const { createAnthropicModel } = await import('../models/anthropic.js');
-    model = createAnthropicModel({ apiKey: env['ANTHROPIC_API_KEY'] });
+    model = createAnthropicModel({ apiKey: envValue(env, 'ANTHROPIC_API_KEY') });
     modelName = 'anthropic (ANTHROPIC_API_KEY is set)';
   } else {
     model = createScriptedModel(desk.travelDeskScript(), { record: false });
     modelName = 'scripted (travel desk demo script; set ANTHROPIC_API_KEY to use Claude)';
   }
 
-  const authenticate = opts.authenticate ?? authFromEnv(env['TURNSTATE_API_KEYS']);
+  const authenticate = opts.authenticate ?? authFromEnv(envValue(env, 'TURNSTATE_API_KEYS'));
   const dbPath = join(dataDir, 'turnstate.db');
   // One server per data directory (data-lock.ts); released when it closes or fails to start.
   const unlock = lockDataDir(dataDir);
@@ -198,7 +207,7 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   let recovered: Awaited<ReturnType<Runtime['recover']>>;
   const webRoot = join(PACKAGE_ROOT, 'web');
   let artifactLinks: ArtifactLinks;
-  const publicUrl = opts.publicUrl ?? (env['TURNSTATE_PUBLIC_URL'] || undefined);
+  const publicUrl = opts.publicUrl ?? envValue(env, 'TURNSTATE_PUBLIC_URL');
   try {
     const store = createSqliteStore({ path: dbPath });
     const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
@@ -228,7 +237,11 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
       }),
     ];
     const allowedHosts = opts.allowedHosts?.includes('*') ? '*' : opts.allowedHosts;
-    server = await startServer({ runtime, transports, port: opts.port, host: opts.host, ...(allowedHosts ? { allowedHosts } : {}) });
+    try {
+      server = await startServer({ runtime, transports, port: opts.port, host: opts.host, ...(allowedHosts ? { allowedHosts } : {}) });
+    } catch (e) {
+      throw listenError(e, opts);
+    }
   } catch (err) {
     await runtime?.close();
     unlock();

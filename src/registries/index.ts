@@ -12,7 +12,7 @@ export {
   PART_TYPE_ID,
   validatePartTypeMeta,
 } from './part-types.js';
-export { SurfaceTemplateRegistry, A2UI_BASIC_CATALOG_ID, DATA_KIND, approvalKind } from './surface-templates.js';
+export { SurfaceTemplateRegistry, A2UI_BASIC_CATALOG_ID, DATA_KIND, SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION, approvalKind } from './surface-templates.js';
 export { ToolRegistry, MIN_EXPLANATION_LENGTH, RESERVED_TOOL_NAMES, TOOL_NAME, placeholderProblem } from './tools.js';
 export {
   TurnStateRegistry,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { UsageError, parseArgs } from '../../src/cli/args.js';
+import { USAGE, UsageError, parseArgs } from '../../src/cli/args.js';
 import { LOCAL_PRINCIPAL, authFromEnv } from '../../src/cli/auth.js';
 import type { IncomingMessage } from 'node:http';
 
@@ -39,6 +39,40 @@ describe('turnstate arguments', () => {
     });
     for (const bad of ['https://app.example.com/chat', 'https://app.example.com?x=1', 'https://app.example.com/?', 'https://app.example.com#top', 'https://ana:pw@app.example.com', 'https://ana@app.example.com', 'blob:https://app.example.com', 'app.example.com:443', 'null']) {
       expect(() => parseArgs(['serve', '--allow-origin', bad], {}), bad).toThrow(`--allow-origin: "${bad}" is not an origin`);
+    }
+  });
+
+  it('cli:args:empty-env-unset — "an empty variable (HOST=) counts as unset": HOST=, PORT=, TURNSTATE_DATA_DIR= and the other variables give the defaults, not every interface and the current directory', () => {
+    const empty = { HOST: '', PORT: '', TURNSTATE_DATA_DIR: '', TURNSTATE_PASSIVATE_AFTER_MS: '', TURNSTATE_ALLOWED_ORIGINS: '', TURNSTATE_ALLOWED_HOSTS: '' };
+    expect(parseArgs(['serve'], empty)).toEqual({ kind: 'serve', args: { port: 8787, host: '127.0.0.1', dataDir: '.data' } });
+    // Blank is empty too (`HOST= ` in an env file).
+    expect(parseArgs(['serve'], { HOST: ' ', TURNSTATE_DATA_DIR: '  ', PORT: ' ' })).toEqual({ kind: 'serve', args: { port: 8787, host: '127.0.0.1', dataDir: '.data' } });
+    // A flag still wins over its variable, and a set variable still counts.
+    expect(parseArgs(['serve', '--host', '::1'], { HOST: '' })).toMatchObject({ args: { host: '::1' } });
+    expect(parseArgs(['serve'], { HOST: '0.0.0.0', TURNSTATE_PASSIVATE_AFTER_MS: '0' })).toMatchObject({ args: { host: '0.0.0.0', passivateAfterMs: 0 } });
+  });
+
+  it('cli:args:env-named — "bad input gets a clear error that names what was wrong": an invalid environment value is named by its variable, not by the flag the user never typed', () => {
+    expect(() => parseArgs(['serve'], { PORT: 'eighty' })).toThrow(new UsageError('PORT must be an integer from 0 to 65535, got "eighty"'));
+    expect(() => parseArgs(['serve'], { TURNSTATE_PASSIVATE_AFTER_MS: '5m' })).toThrow(new UsageError('TURNSTATE_PASSIVATE_AFTER_MS must be a whole number of milliseconds (0: never), got "5m"'));
+    expect(() => parseArgs(['serve'], { TURNSTATE_ALLOWED_ORIGINS: 'app.example.com' })).toThrow(/^TURNSTATE_ALLOWED_ORIGINS: "app.example.com" is not an origin/);
+    expect(() => parseArgs(['serve'], { TURNSTATE_ALLOWED_HOSTS: 'http://x' })).toThrow(/^TURNSTATE_ALLOWED_HOSTS: "http:\/\/x" is not a host name/);
+    // The flag, when it is the flag.
+    expect(() => parseArgs(['serve', '--passivate-after', '5m'], {})).toThrow(/^--passivate-after must be a whole number/);
+    expect(() => parseArgs(['serve', '--port', 'eighty'], { PORT: '9000' })).toThrow(/^--port must be an integer/);
+  });
+
+  it('cli:args:option-not-a-value — "--data-dir <dir>": an option followed by another option has no value (it does not take "--port" as the directory)', () => {
+    expect(() => parseArgs(['serve', '--data-dir', '--port', '0'], {})).toThrow(new UsageError('option "--data-dir" needs a value (got the option "--port")'));
+    expect(() => parseArgs(['serve', '--data-dir', '--port'], {})).toThrow(/option "--data-dir" needs a value/);
+    expect(() => parseArgs(['serve', '--host', '--allow-host', 'box.lan'], {})).toThrow(/option "--host" needs a value/);
+    // Written with "=", such a value is meant.
+    expect(parseArgs(['serve', '--data-dir=--odd'], {})).toMatchObject({ args: { dataDir: '--odd' } });
+  });
+
+  it('cli:usage:public-url — "TURNSTATE_PUBLIC_URL: the base of signed artifact links": turnstate --help names every variable serve reads', () => {
+    for (const variable of ['PORT', 'HOST', 'TURNSTATE_DATA_DIR', 'TURNSTATE_ALLOWED_ORIGINS', 'TURNSTATE_PASSIVATE_AFTER_MS', 'TURNSTATE_ALLOWED_HOSTS', 'TURNSTATE_PUBLIC_URL', 'TURNSTATE_API_KEYS', 'ANTHROPIC_API_KEY']) {
+      expect(USAGE, variable).toContain(variable);
     }
   });
 

@@ -27,7 +27,7 @@ function runServe(args: string[], as?: { uid: number; gid: number }): Promise<{ 
   const env = { ...process.env };
   delete env['ANTHROPIC_API_KEY'];
   delete env['TURNSTATE_API_KEYS'];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'serve', '--port', '0', ...args], {
+  const child = spawn(process.execPath, ['--conditions=turnstate-source', '--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'serve', '--port', '0', ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
