@@ -77,7 +77,8 @@ const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>',
 function decodeEntities(text: string): string {
   if (!text.includes('&')) return text;
   return text.replace(/&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-z]+));/g, (whole, dec?: string, hex?: string, name?: string) => {
-    if (name !== undefined) return ENTITIES[name] ?? whole;
+    // Own names only: `&constructor;` is not a reference to Object.prototype's member.
+    if (name !== undefined) return Object.hasOwn(ENTITIES, name) ? ENTITIES[name]! : whole;
     const code = dec !== undefined ? Number(dec) : Number.parseInt(hex!, 16);
     return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
   });

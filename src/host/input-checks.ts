@@ -128,7 +128,7 @@ export function runtimeLimits(given: unknown): RuntimeLimits {
   if (given === undefined) return limits;
   if (!isPlainObject(given)) throw new TurnstateError('runtime.options', 'limits must be an object of runtime limits');
   for (const [k, v] of Object.entries(given)) {
-    if (!(k in DEFAULT_LIMITS)) throw new TurnstateError('runtime.options', `limits.${k} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+    if (!Object.hasOwn(DEFAULT_LIMITS, k)) throw new TurnstateError('runtime.options', `limits.${k} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
     if (v === undefined) continue;
     const min = LIMIT_MIN[k as keyof RuntimeLimits] ?? 0;
     // A timer-backed limit above setTimeout's maximum would fire after 1 ms, not later.

@@ -123,7 +123,8 @@ export const actorLoopGuards = {
   underRetryBudget: ({ context }: { context: ActorLoopContext }) => context.rejections < context.maxRespondRetries,
   underNudgeBudget: ({ context }: { context: ActorLoopContext }) => context.nudges < context.maxNudges,
   isSummary: ({ event }: { event: any }) => event.next === undefined,
-  cutShort: ({ event }: { event: any }) => event.stopReason !== undefined && CUT_SHORT[event.stopReason] !== undefined,
+  // Own entries only: a stop reason named like an Object.prototype member is no cut.
+  cutShort: ({ event }: { event: any }) => typeof event.stopReason === 'string' && Object.hasOwn(CUT_SHORT, event.stopReason),
   hasToolUses: ({ event }: { event: any }) => event.toolUses > 0,
   hasRejections: ({ event }: { event: any }) => event.rejected > 0,
   rejectedWithinBudget: ({ context, event }: { context: ActorLoopContext; event: any }) => event.rejected > 0 && context.rejections < context.maxRespondRetries,

@@ -41,7 +41,8 @@ export class SchemaDeclarationError extends Error {}
 function draftOf(schema: Record<string, unknown>): Draft {
   const s = schema.$schema;
   if (s === undefined) return 'draft-07';
-  const draft = typeof s === 'string' ? DRAFT_URIS[normalizeId(s)] : undefined;
+  const id = typeof s === 'string' ? normalizeId(s) : undefined;
+  const draft = id !== undefined && Object.hasOwn(DRAFT_URIS, id) ? DRAFT_URIS[id] : undefined;
   if (draft === undefined) throw new SchemaDeclarationError(`$schema ${JSON.stringify(s) ?? String(s)} is not a supported JSON Schema draft; declare ${SUPPORTED_SCHEMA_DRAFTS}`);
   return draft;
 }

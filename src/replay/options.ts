@@ -123,8 +123,8 @@ export function replayNotes(rec: Recording, reasoning: ReplayReasoningTraces, li
     for (const e of rec.events) {
       if (e.type === 'turn.started' && !index.has(e.turnId)) index.set(e.turnId, index.size);
       if (e.type !== 'turn.settled' || !e.error) continue;
-      const limit = BUDGETS[e.error.code];
-      if (limit === undefined) continue;
+      if (!Object.hasOwn(BUDGETS, e.error.code)) continue;
+      const limit = BUDGETS[e.error.code]!;
       notes.push(
         `turn ${index.get(e.turnId) ?? '?'} (${e.turnId}) settled on "${e.error.code}": it ran out of limits.${limit}, which the recording does not hold; replay with the limits it was recorded with (the limits option, --limits '{"${limit}": <n>}'); the default is ${DEFAULT_LIMITS[limit]}`,
       );
