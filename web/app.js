@@ -92,15 +92,19 @@ const surfaces = import('./dist/surfaces.js')
 
 /**
  * A click on a surface: the server decides what it means (an approval answer or a message).
- * An approve/deny with a context approvalId answers that approval (the server's rule,
- * surfaces:action:route), so it goes the way of the card's own buttons: once per approval.
+ * An approve/deny answers the approval its context's approvalId names (the server's rule,
+ * surfaces:action:route), so it goes the way of the card's own buttons: once per approval. One
+ * without a non-empty string approvalId answers nothing and is not sent (the server would refuse
+ * it, frame.invalid): it must never become a message telling the model "approve".
  */
 function onSurfaceAction(action) {
   const { name, surfaceId, sourceComponentId, context, timestamp } = action;
   const frame = { type: 'action', sessionId: state.sessionId, action: { name, surfaceId, sourceComponentId, context: context ?? {} } };
   if (typeof timestamp === 'string') frame.action.timestamp = timestamp;
-  if ((name === 'approve' || name === 'deny') && typeof context?.approvalId === 'string') {
-    answerApproval(context.approvalId, frame);
+  if (name === 'approve' || name === 'deny') {
+    const approvalId = context?.approvalId;
+    if (typeof approvalId === 'string' && approvalId !== '') answerApproval(approvalId, frame);
+    else showError(`This ${name} button does not say which approval it answers; nothing was sent.`);
     return;
   }
   frame.ref = `action:${surfaceId}`;

@@ -12,12 +12,16 @@
  * `MessageProcessor` with the basic catalog, as a renderer given this part alone applies it: what
  * it refuses (a component without an id, an updateDataModel path through a primitive or a
  * non-numeric segment on an array, a forbidden segment such as __proto__) is a problem too.
+ * What the processor accepts but a renderer cannot draw is checked here as well: each surface's
+ * components must form a tree from `root`, without a loop of child references and at most
+ * MAX_SURFACE_DEPTH deep (surfaces:a2ui:tree, surfaces:a2ui:depth).
  *
  * Every problem is reported with a JSON Pointer into the part's data, e.g.
  * `/messages/1/updateComponents/components/2/component`. Pure; never throws.
  */
 import {
   A2uiMessageListSchema,
+  extractRefFields,
   MessageProcessor,
   CreateSurfaceMessageSchema,
   DeleteSurfaceMessageSchema,
@@ -49,6 +53,17 @@ const MESSAGE_SCHEMAS: Readonly<Record<string, Schema>> = {
 const MESSAGE_KEYS = Object.keys(MESSAGE_SCHEMAS);
 const COMPONENT_NAMES = [...basicCatalog.components.keys()];
 const MAX_PROBLEMS = 20;
+/**
+ * The deepest component tree a surface may have, in components from `root` to a leaf (root
+ * counts 1). A renderer nests an element per level; protocols.md §2.4 "DoS by very deep trees".
+ */
+export const MAX_SURFACE_DEPTH = 64;
+/**
+ * Components a surface may draw from `root`, counting a component once at every place it is
+ * referred to from: a chain of components that each refer to the next twice is no loop and not
+ * deep, yet draws 2^depth (surfaces:a2ui:drawn). A List's template counts once (its data decides the rest).
+ */
+export const MAX_SURFACE_DRAWN = 5_000;
 
 type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -92,6 +107,10 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
   const deleted = new Map<string, number>();
   const roots = new Set<string>();
   const updated = new Map<string, number>();
+  // Each created surface's components as applied so far (id -> component and its path), and the
+  // surfaces already reported for their tree (one problem each).
+  const graphs = new Map<string, Map<string, Placed>>();
+  const treeReported = new Set<string>();
   for (let i = 0; i < messages.length && out.length < MAX_PROBLEMS; i++) {
     const m: unknown = messages[i];
     const at = `${base}/${i}`;
@@ -120,39 +139,60 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     const surfaceId = String(body.surfaceId);
     // Order within the list, as a MessageProcessor given this list alone applies it (the oracle
     // test feeds each part to a fresh one): it refuses an update of a surface it has not created
-    // yet, and one deleted is gone. A deleteSurface with no createSurface before it is a no-op
+    // yet, and one deleted is gone until a createSurface makes it again (A2UI v0.9.1: an id is
+    // unique among active surfaces). A deleteSurface with no createSurface before it is a no-op
     // there (a part may remove a surface an earlier part showed), so it is not refused; a second
-    // createSurface is reported below as a duplicate.
+    // createSurface while the surface is active is reported below as a duplicate.
     if (key !== 'createSurface' && deleted.has(surfaceId)) {
-      out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is deleted by message ${deleted.get(surfaceId)}; no message for it may follow its deleteSurface in the list` });
+      out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is deleted by message ${deleted.get(surfaceId)}; no message for it may follow its deleteSurface unless a createSurface creates it again first (its id is free once it is deleted)` });
       continue;
     }
     if ((key === 'updateComponents' || key === 'updateDataModel') && !created.has(surfaceId)) {
       out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is not created before this message: put its createSurface first in the same list (a MessageProcessor refuses updates of a surface it has not created)` });
     }
-    if (key === 'deleteSurface') deleted.set(surfaceId, i);
+    if (key === 'deleteSurface') {
+      // The surface is gone; its id may be created again (A2UI v0.9.1: ids are unique among
+      // active surfaces). What it was given is judged now, as it was.
+      noRoot(surfaceId, created, updated, roots, base, out);
+      created.delete(surfaceId);
+      updated.delete(surfaceId);
+      roots.delete(surfaceId);
+      graphs.delete(surfaceId);
+      treeReported.delete(surfaceId);
+      deleted.set(surfaceId, i);
+    }
     if (key === 'createSurface') {
       if (body.catalogId !== A2UI_BASIC_CATALOG_ID) {
         out.push({ path: `${at}/createSurface/catalogId`, message: `${JSON.stringify(body.catalogId)} is not a catalog this runtime renders; use the basic catalog "${A2UI_BASIC_CATALOG_ID}"` });
       }
       if (created.has(surfaceId)) {
-        out.push({ path: `${at}/createSurface/surfaceId`, message: `surface "${surfaceId}" is already created by message ${created.get(surfaceId)}; a surface is created once` });
+        out.push({ path: `${at}/createSurface/surfaceId`, message: `surface "${surfaceId}" is already created by message ${created.get(surfaceId)} and not deleted since; a surface is created once while it is active` });
       }
       created.set(surfaceId, i);
+      deleted.delete(surfaceId);
+      if (!graphs.has(surfaceId)) graphs.set(surfaceId, new Map());
     } else if (key === 'updateComponents') {
       updated.set(surfaceId, i);
       const components = body.components as Obj[];
+      const graph = graphs.get(surfaceId);
       for (let j = 0; j < components.length && out.length < MAX_PROBLEMS; j++) {
-        checkComponent(components[j]!, `${at}/updateComponents/components/${j}`, out);
-        if (components[j]!.id === 'root') roots.add(surfaceId);
+        const c = components[j]!;
+        const cAt = `${at}/updateComponents/components/${j}`;
+        checkComponent(c, cAt, out);
+        if (c.id === 'root') roots.add(surfaceId);
+        if (graph !== undefined && typeof c.id === 'string') graph.set(c.id, { component: c, at: cAt });
+      }
+      // The tree as it stands after this message (a renderer may paint between messages).
+      if (graph !== undefined && !treeReported.has(surfaceId) && out.length < MAX_PROBLEMS) {
+        const problem = checkTree(surfaceId, graph);
+        if (problem !== undefined) {
+          out.push(problem);
+          treeReported.add(surfaceId);
+        }
       }
     }
   }
-  for (const [surfaceId, i] of created) {
-    if (updated.has(surfaceId) && !roots.has(surfaceId)) {
-      out.push({ path: `${base}/${updated.get(surfaceId)}/updateComponents/components`, message: `surface "${surfaceId}" (created by message ${i}) has no component with id "root": nothing renders until one exists` });
-    }
-  }
+  for (const surfaceId of created.keys()) noRoot(surfaceId, created, updated, roots, base, out);
   if (out.length === 0 && !listOk) {
     // The per-message schemas agree with the list schema; keep its verdict if they ever do not.
     const r = A2uiMessageListSchema.safeParse(messages);
@@ -173,6 +213,135 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     }
   }
   return out;
+}
+
+/** A surface given components but no `root`: nothing renders until one exists. */
+function noRoot(surfaceId: string, created: Map<string, number>, updated: Map<string, number>, roots: Set<string>, base: string, out: A2uiProblem[]): void {
+  const i = created.get(surfaceId);
+  if (i === undefined || !updated.has(surfaceId) || roots.has(surfaceId)) return;
+  out.push({ path: `${base}/${updated.get(surfaceId)}/updateComponents/components`, message: `surface "${surfaceId}" (created by message ${i}) has no component with id "root": nothing renders until one exists` });
+}
+
+/** A component as applied to its surface, and the path of the message item that gave it. */
+interface Placed {
+  component: Obj;
+  at: string;
+}
+
+/** One child reference of a component: the child's id and the path of the reference. */
+interface ChildRef {
+  id: string;
+  at: string;
+}
+
+/**
+ * Every child reference a component makes, as the basic catalog defines them (web_core's own
+ * `extractRefFields` of the component's schema): `children` (an id list, or a template's
+ * `componentId`), `child`, Tabs' `tabs[].child`, Modal's `trigger` and `content`.
+ */
+function childRefs({ component, at }: Placed): ChildRef[] {
+  const api = typeof component.component === 'string' ? basicCatalog.components.get(component.component) : undefined;
+  if (api === undefined) return [];
+  const out: ChildRef[] = [];
+  for (const [key, ref] of extractRefFields(api.schema)) {
+    const v = component[key];
+    if (ref.kind === 'single') {
+      if (typeof v === 'string') out.push({ id: v, at: `${at}/${seg(key)}` });
+    } else if (ref.kind === 'list') {
+      if (Array.isArray(v)) v.forEach((id, k) => typeof id === 'string' && out.push({ id, at: `${at}/${seg(key)}/${k}` }));
+      else if (isObject(v) && typeof v.componentId === 'string') out.push({ id: v.componentId, at: `${at}/${seg(key)}/componentId` });
+    } else if (Array.isArray(v)) {
+      v.forEach((item, k) => {
+        if (!isObject(item)) return;
+        for (const sub of ref.keys) if (typeof item[sub] === 'string') out.push({ id: item[sub], at: `${at}/${seg(key)}/${k}/${seg(sub)}` });
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The tree a renderer draws from `root`: a loop of child references (a component that contains
+ * itself, directly or not) recurses forever, and a tree deeper than MAX_SURFACE_DEPTH nests past
+ * what a page should. A reference to a missing component is skipped, as renderers skip it.
+ * Iterative (no recursion on the model's input); linear in components and references.
+ */
+function checkTree(surfaceId: string, graph: ReadonlyMap<string, Placed>): A2uiProblem | undefined {
+  if (!graph.has('root')) return undefined;
+  const refs = new Map<string, ChildRef[]>();
+  const refsOf = (id: string): ChildRef[] => {
+    let r = refs.get(id);
+    if (r === undefined) refs.set(id, (r = childRefs(graph.get(id)!).filter((c) => graph.has(c.id))));
+    return r;
+  };
+  // Depth-first from root: `height` is set when a component's subtree is done (components on the
+  // longest path below it, itself included); a component on the stack without one is open.
+  const height = new Map<string, number>();
+  // Components a renderer draws below each one, itself included (a shared child counts at each place), capped.
+  const drawn = new Map<string, number>();
+  const open = new Set<string>(['root']);
+  const stack: { id: string; next: number }[] = [{ id: 'root', next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    const children = refsOf(top.id);
+    if (top.next < children.length) {
+      const ref = children[top.next++]!;
+      if (open.has(ref.id)) {
+        // The path from root down to the reference, which goes back up to a component on it.
+        const ids = [...stack.map((f) => f.id), ref.id].map((id) => JSON.stringify(id));
+        const chain = (ids.length > 10 ? [ids[0], '…', ...ids.slice(-8)] : ids).join(' → ');
+        return {
+          path: ref.at,
+          message: `closes a loop of components in surface "${surfaceId}": ${chain}; a component may not contain itself, directly or through its children (a renderer would nest it forever): refer to another component`,
+        };
+      }
+      if (!height.has(ref.id)) {
+        open.add(ref.id);
+        stack.push({ id: ref.id, next: 0 });
+      }
+      continue;
+    }
+    let below = 0;
+    let drawnBelow = 0;
+    for (const c of children) {
+      below = Math.max(below, height.get(c.id) ?? 0);
+      drawnBelow = Math.min(drawnBelow + (drawn.get(c.id) ?? 0), MAX_SURFACE_DRAWN + 1);
+    }
+    height.set(top.id, 1 + below);
+    drawn.set(top.id, Math.min(1 + drawnBelow, MAX_SURFACE_DRAWN + 1));
+    open.delete(top.id);
+    stack.pop();
+  }
+  if (height.get('root')! <= MAX_SURFACE_DEPTH) return drawnPastBound(surfaceId, graph, refsOf, drawn);
+  // Down the longest path to the reference that goes one level past the bound.
+  let id = 'root';
+  for (let depth = 1; ; depth++) {
+    const deepest = refsOf(id).reduce((a, c) => (height.get(c.id)! > height.get(a.id)! ? c : a));
+    if (depth === MAX_SURFACE_DEPTH) {
+      return {
+        path: deepest.at,
+        message: `nests surface "${surfaceId}" ${height.get('root')} components deep (from "root"); a surface's tree may be at most ${MAX_SURFACE_DEPTH} components deep: flatten it`,
+      };
+    }
+    id = deepest.id;
+  }
+}
+
+/** A tree within the depth bound that still draws more than MAX_SURFACE_DRAWN components (shared children drawn at each place). */
+function drawnPastBound(surfaceId: string, graph: ReadonlyMap<string, Placed>, refsOf: (id: string) => ChildRef[], drawn: ReadonlyMap<string, number>): A2uiProblem | undefined {
+  if (drawn.get('root')! <= MAX_SURFACE_DRAWN) return undefined;
+  // Down the largest subtree to the component whose references, together, draw past the bound.
+  let at = graph.get('root')!.at;
+  for (let id = 'root'; ; ) {
+    const largest = refsOf(id).reduce<ChildRef | undefined>((a, c) => (a === undefined || drawn.get(c.id)! > drawn.get(a.id)! ? c : a), undefined);
+    if (largest === undefined || drawn.get(largest.id)! <= MAX_SURFACE_DRAWN) break;
+    at = largest.at;
+    id = largest.id;
+  }
+  return {
+    path: at,
+    message: `draws more than ${MAX_SURFACE_DRAWN} components in surface "${surfaceId}" (a component referred to from several places is drawn at each); refer to fewer, or use a List over data`,
+  };
 }
 
 function checkComponent(c: Obj, at: string, out: A2uiProblem[]): void {

@@ -173,8 +173,17 @@ describe('surfaces: actions', () => {
   it('surfaces:action:route — approve/deny with a context approvalId answer that approval; any other action is a follow-up message naming the action, its surface and its context', () => {
     const base = { surfaceId: 'x:c1', sourceComponentId: 'b' };
     expect(routeSurfaceAction({ ...base, name: 'deny', context: { approvalId: 'appr_1', reason: 'too dear' } })).toEqual({ kind: 'approval', approvalId: 'appr_1', approved: false, reason: 'too dear' });
-    expect(routeSurfaceAction({ ...base, name: 'approve', context: {} })).toEqual({ kind: 'message', text: '[surface action] approve on x:c1 (b)\n{}' });
     expect(routeSurfaceAction({ ...base, name: 'pick', context: { flightId: 'TS205' } })).toEqual({ kind: 'message', text: '[surface action] pick on x:c1 (b)\n{"flightId":"TS205"}' });
+  });
+
+  it('surfaces:action:approval-id — "an action named approve or deny … MUST answer that approval": without a non-empty string approvalId (42, null, {}, "", missing) it is invalid at /action/context/approvalId, never a follow-up message telling the model "approve"', () => {
+    const base = { surfaceId: 'x:c1', sourceComponentId: 'b' };
+    for (const name of ['approve', 'deny']) {
+      for (const context of [{ approvalId: 42 }, { approvalId: null }, { approvalId: {} }, { approvalId: '' }, {}]) {
+        const route = routeSurfaceAction({ ...base, name, context });
+        expect(route, `${name} ${JSON.stringify(context)}`).toEqual({ kind: 'invalid', path: '/action/context/approvalId', message: expect.stringMatching(/^\/action\/context\/approvalId must be a non-empty string, the id of the approval/) });
+      }
+    }
   });
 });
 

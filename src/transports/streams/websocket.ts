@@ -309,9 +309,13 @@ class WsConnection implements StreamConnection {
     }
   }
 
-  /** A surface click: an approval answer or a follow-up message (registries/surface-actions.ts). */
+  /**
+   * A surface click: an approval answer or a follow-up message (registries/surface-actions.ts);
+   * an approve/deny without an approvalId is refused (`frame.invalid`) and nothing is sent.
+   */
   private async action(frame: Extract<ClientFrame, { type: 'action' }>): Promise<void> {
     const route = routeSurfaceAction(frame.action);
+    if (route.kind === 'invalid') return this.error('frame.invalid', route.message, frame.ref);
     if (route.kind === 'approval') {
       const answer: Extract<ClientFrame, { type: 'approve' | 'deny' }> = { type: route.approved ? 'approve' : 'deny', approvalId: route.approvalId, sessionId: frame.sessionId };
       // Checked as every channel's reason is (answerApproval: approval.invalid).
