@@ -43,7 +43,7 @@ export function buildRequest(req: ModelRequest, d: { model: string; maxTokens: n
     stream: true,
     messages: normaliseHistory(req.messages),
   };
-  if (req.system.length > 0) params.system = [{ type: 'text', text: req.system, cache_control: EPHEMERAL }];
+  if (!isBlank(req.system)) params.system = [{ type: 'text', text: req.system, cache_control: EPHEMERAL }];
   if (req.tools.length > 0) {
     params.tools = buildTools(req.tools);
     params.tool_choice = req.thinking !== undefined || req.toolChoice === 'auto' ? { type: 'auto' } : { type: 'any' };
@@ -64,14 +64,16 @@ const INTERRUPTED_RESULT = 'No result was recorded for this tool call (the turn 
  * Makes a history the Messages API accepts: consecutive same-role messages merged; after an
  * assistant message with tool_use blocks, the next user message starts with exactly one
  * tool_result per tool_use, in the same order (a missing one is filled with an is_error result;
- * a result matching no tool_use becomes a text block); empty text blocks and empty messages
- * dropped; thinking and redacted_thinking blocks passed through unchanged.
+ * a result matching no tool_use becomes a text block); empty and whitespace-only text blocks (the
+ * API refuses them: "text content blocks must contain non-whitespace text"), then empty messages,
+ * dropped, the messages around a dropped one merging when they share a role; thinking and
+ * redacted_thinking blocks passed through unchanged.
  */
 export function normaliseHistory(messages: readonly ModelMessage[]): Array<{ role: 'user' | 'assistant'; content: unknown[] }> {
-  // 1. merge consecutive same-role messages, drop empty text blocks.
+  // 1. drop empty and whitespace-only text blocks, then empty messages; merge consecutive same-role messages.
   const merged: Array<{ role: 'user' | 'assistant'; content: ContentBlock[] }> = [];
   for (const m of messages) {
-    const blocks = m.content.filter((b) => !(b.type === 'text' && b.text.length === 0));
+    const blocks = m.content.filter((b) => !(b.type === 'text' && isBlank(b.text)));
     if (blocks.length === 0) continue;
     const last = merged[merged.length - 1];
     if (last !== undefined && last.role === m.role) last.content.push(...blocks);
@@ -111,6 +113,11 @@ export function normaliseHistory(messages: readonly ModelMessage[]): Array<{ rol
   }
   if (expected.length > 0) out.push({ role: 'user', content: expected.map(missingResult) });
   return out;
+}
+
+/** Empty or whitespace only: the API refuses such a text block. */
+function isBlank(s: string): boolean {
+  return s.length === 0 || s.trim().length === 0;
 }
 
 function missingResult(id: string): Record<string, unknown> {

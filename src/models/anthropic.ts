@@ -11,6 +11,9 @@
  * - Failures end the iterator with a ModelError. A retryable failure is retried (bounded, with
  *   backoff) only while none of the failed attempt's events has been yielded; afterwards it is
  *   thrown, so nothing is half-applied.
+ * - A response that is not `text/event-stream` (a proxy ignoring `stream: true`) fails at once.
+ * - Transport failures name their cause chain; undici's timeouts (a body silent for its
+ *   bodyTimeout, 300 s in Node's fetch) are `model.timeout`.
  * - Aborting the signal ends the iterator with ModelError `model.aborted`; no event follows it.
  * - The API key never appears in an error message, stack, cause or event.
  */
@@ -98,7 +101,14 @@ export function createAnthropicModel(options: AnthropicModelOptions = {}): Model
       const run = new Attempt(signal, idleTimeout);
       const acc = new StreamAccumulator();
       try {
-        const sdkStream = await client.messages.create(params, { ...requestOptions, signal: run.signal });
+        const { data: sdkStream, response } = await client.messages
+          .create(params, { ...requestOptions, signal: run.signal })
+          .withResponse();
+        const contentType = response.headers.get('content-type');
+        if (!isEventStream(contentType)) {
+          sdkStream.controller.abort();
+          throw notEventStreamError(response.status, contentType);
+        }
         for await (const raw of sdkStream) {
           run.touch();
           if (signal.aborted) break;
@@ -205,16 +215,82 @@ export class Attempt {
 
 /* ------------------------------------------------------------------ errors */
 
+/** `text/event-stream`, parameters (charset) allowed. */
+function isEventStream(contentType: string | null): boolean {
+  return contentType !== null && contentType.split(';')[0]!.trim().toLowerCase() === 'text/event-stream';
+}
+
+/**
+ * A successful response that is not an SSE stream (a proxy that ignored `stream: true` and sent
+ * the JSON message, an HTML error page): the SDK would read it as an empty stream. Not retried:
+ * the same endpoint answers the same way.
+ */
+function notEventStreamError(status: number, contentType: string | null): ModelError {
+  return new ModelError(
+    'model.stream_error',
+    `model response is not an event stream: HTTP ${status} with content-type ${contentType === null ? '(none)' : JSON.stringify(contentType)}, ` +
+      'expected text/event-stream (a proxy or gateway may have ignored stream: true)',
+    { retryable: false, status },
+  );
+}
+
+/** Undici's timeout codes (Node's built-in fetch), anywhere in an error's cause chain. */
+const UNDICI_TIMEOUTS: Readonly<Record<string, string>> = {
+  UND_ERR_BODY_TIMEOUT: 'no data from the server within the HTTP client\'s body timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'no response headers within the HTTP client\'s headers timeout',
+  UND_ERR_CONNECT_TIMEOUT: 'no connection within the HTTP client\'s connect timeout',
+};
+
+/** The errors an error was caused by, nearest first (bounded; cycles cut). */
+function causesOf(e: unknown): Error[] {
+  const out: Error[] = [];
+  let c = e instanceof Error ? e.cause : undefined;
+  while (c instanceof Error && out.length < 8 && !out.includes(c) && c !== e) {
+    out.push(c);
+    c = c.cause;
+  }
+  return out;
+}
+
+const codeOf = (e: Error): string | undefined => {
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' ? code : undefined;
+};
+
+/** The messages of an error's cause chain, redacted, nearest first, without repeats. */
+function causeMessages(e: unknown, secrets: readonly string[]): string[] {
+  const own = e instanceof Error ? e.message : String(e);
+  const parts: string[] = [];
+  for (const c of causesOf(e)) {
+    const m = redact(c.message, secrets).trim();
+    if (m.length > 0 && m !== own && !parts.includes(m)) parts.push(m);
+  }
+  return parts;
+}
+
 /** Maps anything an SDK call throws to a ModelError whose text and cause carry no secret. */
 export function toModelError(e: unknown, signal: AbortSignal | undefined, secrets: readonly string[]): ModelError {
   if (e instanceof ModelError) return e;
   if (signal?.aborted || e instanceof APIUserAbortError) return abortedError(signal);
   const cause = sanitizedCause(e, secrets);
+  const causes = causeMessages(e, secrets);
+  // " (other side closed)": why undici ended a body with "terminated", why fetch failed.
+  const detail = causes.length > 0 ? ` (${causes.join(': ')})` : '';
   if (e instanceof APIConnectionTimeoutError) {
-    return new ModelError('model.timeout', 'model request timed out', { retryable: true, cause });
+    return new ModelError('model.timeout', `model request timed out${detail}`, { retryable: true, cause });
+  }
+  const timeoutCode = causesOf(e).map(codeOf).find((c) => c !== undefined && Object.hasOwn(UNDICI_TIMEOUTS, c));
+  if (timeoutCode !== undefined) {
+    // Node's fetch: a body silent for bodyTimeout (300 s by default) ends as "terminated" caused by UND_ERR_BODY_TIMEOUT.
+    const what = e instanceof APIConnectionError ? 'model request' : 'model stream';
+    const chain = [redact(e instanceof Error ? e.message : String(e), secrets), ...causes].join(': ');
+    return new ModelError('model.timeout', `${what} timed out: ${UNDICI_TIMEOUTS[timeoutCode]} (${timeoutCode}; ${chain})`, {
+      retryable: true,
+      cause,
+    });
   }
   if (e instanceof APIConnectionError) {
-    return new ModelError('model.connection', `model connection failed: ${redact(e.message, secrets)}`, { retryable: true, cause });
+    return new ModelError('model.connection', `model connection failed: ${redact(e.message, secrets)}${detail}`, { retryable: true, cause });
   }
   if (e instanceof APIError) {
     const status = e.status as number | undefined;
@@ -238,8 +314,8 @@ export function toModelError(e: unknown, signal: AbortSignal | undefined, secret
   if (err instanceof SyntaxError) {
     return new ModelError('model.stream_error', `model stream could not be parsed: ${redact(err.message, secrets)}`, { cause });
   }
-  // Undici's "terminated" / socket errors while reading the body.
-  return new ModelError('model.connection', `model stream failed: ${redact(err.message, secrets)}`, { retryable: true, cause });
+  // Undici's "terminated" / socket errors while reading the body; the reason is in the cause chain.
+  return new ModelError('model.connection', `model stream failed: ${redact(err.message, secrets)}${detail}`, { retryable: true, cause });
 }
 
 function codeForStatus(status: number, type: string | null): [ModelErrorCode, boolean] {
@@ -272,16 +348,22 @@ function redact(s: string, secrets: readonly string[]): string {
   return out;
 }
 
-/** A plain Error standing for the SDK's: name, redacted message and stack, status, request id. */
-function sanitizedCause(e: unknown, secrets: readonly string[]): Error {
+/**
+ * A plain Error standing for the SDK's: name, redacted message and stack, status, request id, a
+ * string `code` (undici's `UND_ERR_*`, `ECONNRESET`), and its own cause chain sanitised the same way.
+ */
+function sanitizedCause(e: unknown, secrets: readonly string[], depth = 0): Error {
   const src = e instanceof Error ? e : new Error(String(e));
   const c = new Error(redact(src.message, secrets));
   c.name = src.name;
   c.stack = redact(src.stack ?? '', secrets);
-  const meta = c as Error & { status?: number; requestID?: string | null };
+  const meta = c as Error & { status?: number; requestID?: string | null; code?: string };
   if (src instanceof APIError) {
     if (src.status !== undefined) meta.status = src.status as number;
     meta.requestID = src.requestID ?? null;
   }
+  const code = codeOf(src);
+  if (code !== undefined) meta.code = redact(code, secrets);
+  if (src.cause instanceof Error && src.cause !== src && depth < 8) c.cause = sanitizedCause(src.cause, secrets, depth + 1);
   return c;
 }

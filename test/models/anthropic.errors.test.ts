@@ -1,4 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
+import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModelError } from '../../src/errors.js';
 import type { ModelErrorCode } from '../../src/errors.js';
@@ -167,6 +170,7 @@ describe('anthropic adapter: error mapping', () => {
     const e = asModelError((await collect(model.stream(request(), never()))).error);
     expect(e.code).toBe('model.connection');
     expect(e.retryable).toBe(true);
+    expect(e.message).toContain('ECONNREFUSED');
     expectNoKey(e);
   });
 
@@ -323,6 +327,104 @@ describe('anthropic adapter: abort', () => {
     const { error } = await collect(r.model.stream(request(), ac.signal));
     expect(asModelError(error).code).toBe('model.aborted');
     expect(r.server.requests).toHaveLength(0);
+  });
+});
+
+/**
+ * An undici Agent like the one behind Node's built-in fetch, with its own limits. undici is not a
+ * dependency: the global dispatcher (set once fetch has loaded) lends its class.
+ */
+async function undiciAgent(opts: { bodyTimeout?: number; headersTimeout?: number }): Promise<{ close(): Promise<void> }> {
+  const key = Symbol.for('undici.globalDispatcher.1');
+  const g = globalThis as unknown as Record<symbol, { constructor: new (o: unknown) => { close(): Promise<void> } } | undefined>;
+  if (g[key] === undefined) await fetch('data:,').catch(() => undefined);
+  const Agent = g[key]!.constructor;
+  expect(Agent.name).toBe('Agent');
+  return new Agent(opts);
+}
+
+type CauseChain = Error & { code?: string; cause?: CauseChain };
+const causeCodes = (e: unknown): Array<string | undefined> => {
+  const out: Array<string | undefined> = [];
+  for (let c = (e as CauseChain).cause; c !== undefined; c = c.cause) out.push(c.code);
+  return out;
+};
+
+describe('anthropic adapter: transport failures named', () => {
+  it('models:error:body-timeout — "a silent stream ... neither a timeout nor the cause is named": undici\'s body timeout (Node fetch\'s default stall limit) is model.timeout, naming UND_ERR_BODY_TIMEOUT', async () => {
+    const agent = await undiciAgent({ bodyTimeout: 100 });
+    const server = await startLoopbackMessagesServer({ script: [{ ...ok(), pingEvery: 0, stallAfterEvents: 3 }] });
+    try {
+      const client = new Anthropic({ baseURL: server.url, apiKey: TEST_KEY, maxRetries: 0, fetchOptions: { dispatcher: agent } as never });
+      const model = createAnthropicModel({ client, retry: { retries: 0 } });
+      const { events, error } = await collect(model.stream(request(), never()));
+      const e = asModelError(error);
+      expect(events.length).toBeGreaterThan(0);
+      expect(e.code).toBe('model.timeout');
+      expect(e.retryable).toBe(true);
+      expect(e.message).toContain('UND_ERR_BODY_TIMEOUT');
+      expect(e.message).toContain('terminated: Body Timeout Error');
+      expect(causeCodes(e)).toContain('UND_ERR_BODY_TIMEOUT');
+      expectNoKey(e);
+    } finally {
+      await server.close();
+      await agent.close();
+    }
+  });
+
+  it('models:error:dropped-cause — "the undici cause (other side closed) is dropped": a connection cut mid-stream is model.connection naming why, with the cause chain kept', async () => {
+    r = await rig([{ ...ok(), pingEvery: 0, dropAfterEvents: 6 }], { retry: { retries: 0 } });
+    const e = asModelError((await collect(r.model.stream(request(), never()))).error);
+    expect(e.code).toBe('model.connection');
+    expect(e.message).toBe('model stream failed: terminated (other side closed)');
+    expect((e.cause as CauseChain).message).toBe('terminated');
+    expect(causeCodes(e)).toContain('UND_ERR_SOCKET');
+    expectNoKey(e);
+  });
+
+  it('models:secrets:cause-chain — a cause deep in the chain that echoes the key is redacted in the message and in every sanitised cause', async () => {
+    const fetchFails = async (): Promise<Response> => {
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error(`proxy refused key ${TEST_KEY}`), { code: 'EPROXY' }) });
+    };
+    const client = new Anthropic({ baseURL: 'http://127.0.0.1:9', apiKey: TEST_KEY, maxRetries: 0, fetch: fetchFails });
+    const e = asModelError((await collect(createAnthropicModel({ client, retry: { retries: 0 } }).stream(request(), never()))).error);
+    expect(e.code).toBe('model.connection');
+    expect(e.message).toBe('model connection failed: Connection error. (fetch failed: proxy refused key [redacted])');
+    expect(causeCodes(e)).toEqual([undefined, undefined, 'EPROXY']);
+    expectNoKey(e);
+  });
+
+  it.each([
+    ['application/json', JSON.stringify({ id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hello' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 10, output_tokens: 3 } })],
+    ['text/html; charset=utf-8', '<html><body>gateway</body></html>'],
+  ])('models:error:not-event-stream — "a 200 response that is not text/event-stream": %s fails at once, not retried, naming the content type', async (contentType, body) => {
+    let requests = 0;
+    const server = createServer((req, res) => {
+      requests++;
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': contentType });
+        res.end(body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new Anthropic({ baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: TEST_KEY, maxRetries: 0 });
+      const model = createAnthropicModel({ client, retry: { baseDelayMs: 1, maxDelayMs: 5 } });
+      const { events, error } = await collect(model.stream(request(), never()));
+      const e = asModelError(error);
+      expect(events).toEqual([]);
+      expect(requests).toBe(1);
+      expect(e.code).toBe('model.stream_error');
+      expect(e.retryable).toBe(false);
+      expect(e.status).toBe(200);
+      expect(e.message).toContain(`content-type ${JSON.stringify(contentType)}`);
+      expect(e.message).toContain('text/event-stream');
+      expectNoKey(e);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 

@@ -160,4 +160,55 @@ describe('anthropic adapter: request building', () => {
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'invalid input', is_error: true }] },
     ]);
   });
+
+  it('models:history:whitespace-text — "text content blocks must contain non-whitespace text": whitespace-only text blocks drop from user and assistant messages; an assistant message left empty drops and its neighbours merge', () => {
+    const out = normaliseHistory([
+      { role: 'user', content: [{ type: 'text', text: 'hi' }, { type: 'text', text: ' \t' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'hmm', signature: 'sig1' },
+          { type: 'text', text: '\n\n' },
+          { type: 'tool_use', id: 'toolu_1', name: 'respond', input: respondInput('Hello!') },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'delivered' }, { type: 'text', text: '\n' }] },
+      { role: 'assistant', content: [{ type: 'text', text: ' \n ' }] },
+      { role: 'user', content: [{ type: 'text', text: 'again' }] },
+    ]);
+    expect(out).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'thinking', thinking: 'hmm', signature: 'sig1' },
+          { type: 'tool_use', id: 'toolu_1', name: 'respond', input: respondInput('Hello!') },
+        ],
+      },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'delivered' }, { type: 'text', text: 'again' }] },
+    ]);
+  });
+
+  it('models:history:whitespace-text-sent — "text content blocks must contain non-whitespace text": a "\\n\\n" text block the model wrote beside thinking and respond() is not sent back, so the next call is accepted', async () => {
+    r = await rig([
+      { content: [{ type: 'thinking', thinking: 'hmm', signature: 'sig1' }, { type: 'text', text: '\n\n' }, { type: 'tool_use', name: 'respond', id: 'toolu_1', input: respondInput('Hello!') }] },
+      { content: [{ type: 'thinking', thinking: 'ok', signature: 'sig2' }, { type: 'tool_use', name: 'respond', id: 'toolu_2', input: respondInput('Again!') }] },
+    ]);
+    const thinking = { budgetTokens: 1024 };
+    const first = await collect(r.model.stream(request({ thinking }), new AbortController().signal));
+    expect(first.error).toBeUndefined();
+    const stop = first.events.at(-1);
+    if (stop?.type !== 'message.stop') throw new Error('no message.stop');
+    expect(stop.content.map((b) => b.type)).toEqual(['thinking', 'text', 'tool_use']);
+    const messages: ModelMessage[] = [
+      ...request().messages,
+      { role: 'assistant', content: stop.content },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'delivered' }, { type: 'text', text: 'again' }] },
+    ];
+    const second = await collect(r.model.stream(request({ thinking, messages }), new AbortController().signal));
+    expect(second.error).toBeUndefined();
+    expect(second.events.at(-1)?.type).toBe('message.stop');
+    const sent = r.server.requests[1]!.body.messages as Array<{ content: Array<{ type: string; text?: string }> }>;
+    expect(sent[1]!.content.map((b) => b.type)).toEqual(['thinking', 'tool_use']);
+  });
 });

@@ -45,6 +45,69 @@ describe('loopback Messages API server', () => {
     expect(ok.status).toBe(200);
   });
 
+  it('loopback:request-rules:forced-tool-thinking — "Forced tool choice (any/tool) + manual extended thinking → 400": both forced choices are refused with thinking enabled and consume no turn; auto is accepted', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'ok' }] }] });
+    const base = { model: 'm', max_tokens: 4096, stream: false, thinking: { type: 'enabled', budget_tokens: 1024 }, tools: [{ name: 't', input_schema: { type: 'object' } }], messages: [{ role: 'user', content: 'hi' }] };
+    const client = new Anthropic({ baseURL: server.url, apiKey: TEST_KEY, maxRetries: 0 });
+    for (const tool_choice of [{ type: 'any' }, { type: 'tool', name: 't' }] as const) {
+      const err = await client.messages.create({ ...base, tool_choice } as never).then(() => undefined, (e: unknown) => e);
+      expect(err).toBeInstanceOf(Anthropic.BadRequestError);
+      expect((err as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({
+        type: 'error',
+        error: { type: 'invalid_request_error', message: 'Thinking may not be enabled when tool_choice forces tool use.' },
+      });
+    }
+    expect(server.pending).toBe(1);
+    expect((await post(server.url, { ...base, tool_choice: { type: 'auto' } })).status).toBe(200);
+  });
+
+  it('loopback:request-rules:tool-result-first — "tool_result goes back in the next user message, first in its content": a tool_result after a text block gets the API\'s 400; first, it is accepted', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'ok' }] }] });
+    const base = { model: 'm', max_tokens: 1024, stream: false };
+    const use = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 't', input: {} }] };
+    const result = { type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' };
+    const late = await post(server.url, { ...base, messages: [{ role: 'user', content: 'hi' }, use, { role: 'user', content: [{ type: 'text', text: 'x' }, result] }] });
+    expect(late.status).toBe(400);
+    const err = ((await late.json()) as { error: { type: string; message: string } }).error;
+    expect(err.type).toBe('invalid_request_error');
+    expect(err.message).toBe(
+      'messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message. Messages following `tool_use` blocks must begin with a matching number of `tool_result` blocks.',
+    );
+    // A tool_result after text in a message that follows no tool_use is refused too.
+    const stray = await post(server.url, { ...base, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, result] }] });
+    expect(stray.status).toBe(400);
+    expect(((await stray.json()) as { error: { message: string } }).error.message).toContain('messages.0.content.1: unexpected `tool_use_id`');
+    expect(server.pending).toBe(1);
+    const first = await post(server.url, { ...base, messages: [{ role: 'user', content: 'hi' }, use, { role: 'user', content: [result, { type: 'text', text: 'x' }] }] });
+    expect(first.status).toBe(200);
+  });
+
+  it('loopback:request-rules:text-blocks — "messages: text content blocks must contain non-whitespace text": a whitespace-only (or empty) text block in a user or assistant message gets the API\'s 400', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'ok' }] }] });
+    const base = { model: 'm', max_tokens: 1024, stream: false };
+    const cases: Array<[unknown[], string]> = [
+      [[{ role: 'user', content: [{ type: 'text', text: ' \n\t' }] }], 'messages: text content blocks must contain non-whitespace text'],
+      [[{ role: 'user', content: 'hi' }, { role: 'assistant', content: [{ type: 'text', text: '\n\n' }] }, { role: 'user', content: 'again' }], 'messages: text content blocks must contain non-whitespace text'],
+      [[{ role: 'user', content: [{ type: 'text', text: '' }] }], 'messages: text content blocks must be non-empty'],
+    ];
+    for (const [messages, message] of cases) {
+      const res = await post(server.url, { ...base, messages });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { type: string; message: string } }).error).toEqual({ type: 'invalid_request_error', message });
+    }
+    expect(server.pending).toBe(1);
+    expect((await post(server.url, { ...base, messages: [{ role: 'user', content: [{ type: 'text', text: ' a ' }] }] })).status).toBe(200);
+  });
+
+  it('loopback:request-rules:max-tokens-budget — "`max_tokens` must be greater than `thinking.budget_tokens`": a budget equal to max_tokens gets the API\'s 400', async () => {
+    server = await startLoopbackMessagesServer({ script: [{ content: [{ type: 'text', text: 'ok' }] }] });
+    const body = { model: 'm', max_tokens: 1024, stream: false, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'hi' }] };
+    const res = await post(server.url, body);
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toBe('`max_tokens` must be greater than `thinking.budget_tokens`.');
+    expect((await post(server.url, { ...body, max_tokens: 1025 })).status).toBe(200);
+  });
+
   it('loopback:sse:frames — every frame has an event line matching its data type, in Messages API order', async () => {
     server = await startLoopbackMessagesServer({
       script: [

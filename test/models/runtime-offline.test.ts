@@ -99,4 +99,25 @@ describe('turnstate offline: the runtime, the Anthropic adapter and the loopback
     expect(messages[2]!.content.map((b) => b.type)).toEqual(['tool_result', 'text']);
     await rt.close();
   });
+
+  it('models:e2e:whitespace-text — "text content blocks must contain non-whitespace text": a whitespace-only text block the model wrote (thinking on, tool_choice auto) does not make every later turn of the session fail', async () => {
+    const R = (id: string, text: string) => ({ type: 'tool_use' as const, name: 'respond', id, input: { parts: [{ metadata: { partType: 'response' }, text }], turnState: 'complete' } });
+    server = await startLoopbackMessagesServer({
+      script: [
+        { content: [{ type: 'thinking', thinking: 'hmm', signature: 'sig1' }, { type: 'text', text: '\n\n' }, R('toolu_1', 'Hello!')] },
+        { content: [{ type: 'thinking', thinking: 'ok', signature: 'sig2' }, R('toolu_2', 'Again!')] },
+        { content: [{ type: 'thinking', thinking: 'ok', signature: 'sig3' }, R('toolu_3', 'And again!')] },
+      ],
+    });
+    const rt = createRuntime({ model: createAnthropicModel({ apiKey: TEST_KEY, baseURL: server.url, model: 'claude-test', retry: { retries: 0 } }) });
+    rt.registries.actors.register({ name: 'a', system: 'You are helpful.', tools: [], thinking: { budgetTokens: 1024 } });
+    const s = await rt.createSession({ actor: 'a' });
+    for (const text of ['hi', 'again', 'and again']) {
+      const out = await (await s.send(text)).settled;
+      expect([text, out.finalizedBy, out.error?.message]).toEqual([text, 'complete', undefined]);
+    }
+    expect(server.requests).toHaveLength(3);
+    expect(server.requests[1]!.body.tool_choice).toEqual({ type: 'auto' });
+    await rt.close();
+  });
 });
