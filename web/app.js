@@ -7,6 +7,11 @@
 // makes (dist/surfaces.js); a click goes back over the same WebSocket as an `action` frame.
 // Nothing typed is lost: the message box keeps a message until the server says it accepted it
 // (its `sent` reply, matched by ref), and stays usable while the connection is re-established.
+// A message accepted behind a running turn (queued) shows at once, marked as waiting for it.
+// A connection that goes silent (a network partition delivers no close) is noticed by its
+// missing heartbeats, closed and re-opened.
+
+import { closedNote, formatValue, renderData, renderSurfaceData, surfaceChangeNote } from './data-view.js';
 
 const SESSION_KEY = 'turnstate.demo.session';
 const TOKEN_KEY = 'turnstate.demo.token';
@@ -17,6 +22,20 @@ const MAX_FRAME_BYTES = 64 * 1024;
 const ANSWER_TIMEOUT_MS = 10_000;
 /** Upgrades refused in a row before the page says it cannot connect (it keeps trying). */
 const FAILED_OPENS_NOTICE = 3;
+/** A message with no `sent` or error reply in this time is taken as unconfirmed: the box keeps it. */
+const SEND_TIMEOUT_MS = 10_000;
+/**
+ * A silent connection: the server sends a `heartbeat` frame every heartbeatMs on an idle
+ * connection (15 s unless configured; no frame tells the page the setting, so it measures the
+ * gaps between heartbeats). After 2.5 intervals (at least MIN_QUIET_MS) without any frame the
+ * page sends a `ping`; with no frame within as long again (at most MAX_PROBE_MS) either, it
+ * closes the connection and reconnects. A message or an answer sent is such a probe too. The
+ * same limits bound an upgrade that never completes.
+ */
+const DEFAULT_HEARTBEAT_MS = 15_000;
+const MIN_QUIET_MS = 1_000;
+const MAX_PROBE_MS = 5_000;
+const WATCH_EVERY_MS = 250;
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -46,17 +65,20 @@ const state = {
   sessionId: '',
   lastSeq: 0,
   ws: null,
+  /** Whether the current connection's upgrade succeeded. */
+  opened: false,
   subscribed: false,
   attempt: 0,
   reconnectTimer: 0,
   /** Connections opened so far (answers remember the one they were sent on); upgrades refused in a row. */
   connection: 0,
   failedOpens: 0,
-  /** Set when reconnecting cannot help (a refused key, a deleted session): the page stops trying. */
+  /** Set when reconnecting cannot help (a refused key, a deleted session): the page stops trying, and says why. */
   stopped: false,
+  stopReason: '',
   /** The seq the current subscription's replay reaches (answers lost with a connection are released there). */
   catchUpSeq: 0,
-  /** The message sent and not yet confirmed ({ ref, text }); the box keeps it until its `sent` reply. */
+  /** The message sent and not yet confirmed ({ ref, text, timer }); the box keeps it until its `sent` reply. */
   pendingSend: null,
   sendCount: 0,
   /** A message whose connection dropped before its reply: cleared from the box if its turn shows up. */
@@ -74,6 +96,18 @@ const state = {
   /** Signatures of the parts shown for the current turn (to add envelope-only parts at settlement). */
   turnParts: new Set(),
   lastActor: 'agent',
+  /** Messages accepted behind the running turn (`sent` with queued: true): turnId → their bubble. */
+  queued: new Map(),
+  startedTurns: new Set(),
+  /** Approvals waiting for an answer: approvalId → tool (the status line says the turn waits for them). */
+  waiting: new Map(),
+  /** Liveness of the current connection (performance.now() times): its last frame, the unanswered probe. */
+  lastFrameAt: 0,
+  probeAt: 0,
+  lastHeartbeatAt: 0,
+  /** Gaps seen between heartbeats (the last few), and the interval taken from them (0: not known yet). */
+  heartbeatGaps: [],
+  heartbeatMs: 0,
 };
 
 /** Introspection for people and tests: what was rendered, in order. */
@@ -119,14 +153,6 @@ function onSurfaceClosed(surfaceId, element, { replaced }) {
   const li = element.closest('li');
   element.replaceWith(closedNote(replaced));
   if (li && !li.querySelector('a2ui-surface')) markClosed(li);
-}
-
-/** The line left where a surface was: closed, or replaced by a newer one with its id. */
-function closedNote(replaced) {
-  const p = document.createElement('p');
-  p.className = 'surface-closed-note';
-  p.textContent = replaced ? 'This view was replaced by a newer one below.' : 'This view was closed.';
-  return p;
 }
 
 /**
@@ -204,50 +230,13 @@ function renderSurface(body, part) {
   });
 }
 
-/** What a part that created no surface did to the surfaces above it. */
-function surfaceChangeNote({ closed, updated }) {
-  const views = (n) => (n === 1 ? 'the view above' : `${n} views above`);
-  const did = [];
-  if (updated.length) did.push(`Updated ${views(updated.length)}.`);
-  if (closed.length) did.push(`Closed ${views(closed.length)}.`);
-  const p = document.createElement('p');
-  p.className = 'surface-change-note';
-  p.textContent = did.length ? did.join(' ') : 'No change to the views above.';
-  return p;
-}
-
-/**
- * A surface without its renderer (`reason` 'missing'), or whose messages it refused
- * ('refused'): the values of its updateDataModel messages, as data.
- */
-function renderSurfaceData(messages, reason) {
-  const frag = document.createDocumentFragment();
-  for (const m of messages) {
-    const update = m?.updateDataModel;
-    if (!update || update.value === undefined) continue;
-    const path = typeof update.path === 'string' ? update.path : '/';
-    const name = path.split('/').filter(Boolean).at(-1);
-    const value = name === undefined ? update.value : { [name]: update.value };
-    if (value && typeof value === 'object' && !Array.isArray(value)) renderData(value, frag);
-    else renderData({ value }, frag);
-  }
-  if (!frag.childNodes.length) {
-    const p = document.createElement('p');
-    if (messages.every((m) => m?.deleteSurface)) p.textContent = messages.length === 1 ? 'Closed a view.' : 'Closed views.';
-    else if (reason === 'refused') p.textContent = 'A view this page could not show (its messages were refused).';
-    else p.textContent = 'A view this page cannot show (its renderer is not loaded).';
-    frag.append(p);
-  }
-  return frag;
-}
-
 /* ---------------------------------------------------------------- HTTP (AAP) */
 
-async function api(method, path, body) {
+async function api(method, path, body, signal) {
   const headers = { accept: 'application/json' };
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
   const text = await res.text();
   const json = text ? JSON.parse(text) : undefined;
   if (!res.ok) {
@@ -288,73 +277,96 @@ function connect() {
   if (state.stopped) return;
   setConn('connecting');
   const ws = new WebSocket(wsUrl(), 'turnstate.v1');
-  let opened = false;
   state.ws = ws;
+  state.opened = false;
   state.connection++;
+  state.lastFrameAt = performance.now();
+  state.probeAt = 0;
+  state.lastHeartbeatAt = 0;
   ws.onopen = () => {
-    opened = true;
+    if (ws !== state.ws) return;
+    state.opened = true;
     state.failedOpens = 0;
     send({ type: 'subscribe', sessionId: state.sessionId, resumeFrom: state.lastSeq });
   };
   ws.onmessage = (m) => {
     if (ws !== state.ws) return;
+    state.lastFrameAt = performance.now();
+    state.probeAt = 0;
     onFrame(JSON.parse(m.data));
   };
-  ws.onclose = async (e) => {
+  ws.onclose = (e) => {
     if (ws !== state.ws) return;
     state.ws = null;
-    state.subscribed = false;
-    setComposer(false);
-    if (state.pendingSend) {
-      // The reply to the last message is lost with the connection: keep its text, and clear it
-      // only if the replay shows its turn.
-      state.unconfirmedText = state.pendingSend.text;
-      state.pendingSend = null;
-      if (e.code !== 1009) showError('The connection dropped before the server confirmed your message: it is kept in the box until its turn shows up here.');
-    }
-    if (e.code === 1009) {
-      showError('The server closed the connection because a message was too large; it was not sent. Shorten it and send again.');
-    }
-    const delay = e.code === 4008 ? BACKOFF_MS[0] : BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
-    state.attempt++;
-    setConn('reconnecting', e.code === 4008 ? 'catching up' : `retry in ${Math.round(delay / 100) / 10}s`);
-    if (!opened) {
+    lost(e.code, state.opened);
+  };
+}
+
+/**
+ * The connection is gone (`code`: its close code, or 0 when the page gave up on a silent one):
+ * a message waiting for its reply stays in the box, and the page reconnects after a backoff.
+ */
+async function lost(code, opened) {
+  state.subscribed = false;
+  setComposer(false);
+  const pending = settleSend();
+  if (pending) {
+    // The reply to the last message is lost with the connection: keep its text, and clear it
+    // only if the replay shows its turn.
+    state.unconfirmedText = pending.text;
+    if (code !== 1009) showError('The connection dropped before the server confirmed your message: it is kept in the box until its turn shows up here.');
+  }
+  if (code === 1009) {
+    showError('The server closed the connection because a message was too large; it was not sent. Shorten it and send again.');
+  }
+  const delay = code === 4008 ? BACKOFF_MS[0] : BACKOFF_MS[Math.min(state.attempt, BACKOFF_MS.length - 1)];
+  state.attempt++;
+  setConn('reconnecting', code === 4008 ? 'catching up' : code === 0 ? 'no reply from the server' : `retry in ${Math.round(delay / 100) / 10}s`);
+  if (!opened) {
+    state.failedOpens++;
+    if (code !== 0) {
       // The upgrade was refused or the server is unreachable: ask the HTTP side why (a WebSocket
       // never shows the status of a refused upgrade). A refusal that reconnecting cannot cure stops it.
-      state.failedOpens++;
       const refusal = await whyRefused();
       if (state.ws !== null || state.stopped) return;
       if (refusal) {
         stop(refusal);
         return;
       }
-      if (state.failedOpens >= FAILED_OPENS_NOTICE) showError('The live connection to the server cannot be opened; still trying.', 'connection');
     }
-    state.reconnectTimer = setTimeout(connect, delay + Math.random() * 100);
-  };
+    if (state.failedOpens >= FAILED_OPENS_NOTICE) showError('The live connection to the server cannot be opened; still trying.', 'connection');
+  }
+  state.reconnectTimer = setTimeout(connect, delay + Math.random() * 100);
 }
 
 /** After a refused upgrade: the HTTP status of this page's session (401/403/404), or null when it is fine or unknown. */
 async function whyRefused() {
   try {
-    await api('GET', `/sessions/${encodeURIComponent(state.sessionId)}`);
+    // Bounded: across a network partition this request would never be answered either.
+    await api('GET', `/sessions/${encodeURIComponent(state.sessionId)}`, undefined, AbortSignal.timeout(MAX_PROBE_MS));
     return null;
   } catch (e) {
     return e.status === 401 || e.status === 403 || e.status === 404 ? e : null;
   }
 }
 
-/** Stops reconnecting and says why (a key the server refuses, a conversation that is gone). */
+/**
+ * Stops reconnecting and says why (a key the server refuses, a conversation that is gone): the
+ * connection is closed and Send disabled (the box keeps its text; Enter repeats the reason).
+ */
 function stop(refusal) {
   state.stopped = true;
   clearTimeout(state.reconnectTimer);
+  const ws = state.ws;
+  state.ws = null;
+  state.subscribed = false;
+  ws?.close(1000, 'stopped');
+  settleSend();
   setConn('offline');
-  if (refusal.status === 404) {
-    sessionStorage.removeItem(SESSION_KEY);
-    showError('This conversation no longer exists. Start a new one.');
-  } else {
-    showError(authMessage());
-  }
+  setComposer(false);
+  if (refusal.status === 404) sessionStorage.removeItem(SESSION_KEY);
+  state.stopReason = refusal.status === 404 ? 'This conversation no longer exists. Start a new one.' : authMessage();
+  showError(state.stopReason);
 }
 
 function authMessage() {
@@ -368,6 +380,51 @@ function send(frame) {
   state.ws.send(JSON.stringify(frame));
   return true;
 }
+
+/* ---------------------------------------------------------------- liveness */
+
+/** How long the connection may be silent before the page probes it. */
+function quietLimit() {
+  return Math.max(MIN_QUIET_MS, 2.5 * (state.heartbeatMs || DEFAULT_HEARTBEAT_MS));
+}
+
+/** A heartbeat arrived: the interval is the median of the last gaps between heartbeats. */
+function heartbeatSeen() {
+  const now = performance.now();
+  if (state.lastHeartbeatAt) {
+    state.heartbeatGaps = [...state.heartbeatGaps.slice(-4), now - state.lastHeartbeatAt];
+    const sorted = [...state.heartbeatGaps].sort((a, b) => a - b);
+    state.heartbeatMs = sorted[Math.floor(sorted.length / 2)];
+  }
+  state.lastHeartbeatAt = now;
+}
+
+/** Asks the server for a sign of life (any frame answers); while connecting, times the upgrade. */
+function probe() {
+  if (!state.ws || state.probeAt) return;
+  state.probeAt = performance.now();
+  send({ type: 'ping' });
+}
+
+/** Runs every WATCH_EVERY_MS: probes a quiet connection, and gives up on one that stays silent. */
+function watchConnection() {
+  const ws = state.ws;
+  if (!ws || state.stopped) return;
+  const now = performance.now();
+  const quiet = quietLimit();
+  if (state.probeAt) {
+    if (now - state.probeAt > Math.min(quiet, MAX_PROBE_MS)) {
+      // No close will come (a partition delivers none): close it here, and ignore its late close.
+      state.ws = null;
+      ws.close(4000, 'no reply');
+      lost(0, state.opened);
+    }
+  } else if (now - state.lastFrameAt > quiet) {
+    probe();
+  }
+}
+
+/* ---------------------------------------------------------------- server frames */
 
 function onFrame(f) {
   switch (f.type) {
@@ -389,9 +446,13 @@ function onFrame(f) {
     case 'sent':
       if (state.pendingSend && f.ref === state.pendingSend.ref) {
         // Accepted: now the box may forget it (unless it was edited meanwhile).
-        if (els.input.value.trim() === state.pendingSend.text) els.input.value = '';
-        state.pendingSend = null;
+        const { text } = settleSend();
+        if (els.input.value.trim() === text) els.input.value = '';
+        if (f.queued) showQueued(text, f.turnId);
       }
+      break;
+    case 'heartbeat':
+      heartbeatSeen();
       break;
     case 'answered':
       if (typeof f.ref === 'string' && f.ref.startsWith('answer:')) {
@@ -410,7 +471,7 @@ function onFrame(f) {
       }
       break;
     default:
-      break; // pong, heartbeat
+      break; // pong
   }
 }
 
@@ -434,10 +495,10 @@ function onError(f) {
     releaseAnswer(id);
   }
   const refusedSend = state.pendingSend && (f.ref === state.pendingSend.ref || (f.ref === undefined && f.code === 'frame.too_large'));
-  if (refusedSend) state.pendingSend = null;
+  if (refusedSend) settleSend();
   if (f.code === 'session.not_found') {
-    sessionStorage.removeItem(SESSION_KEY);
-    showError('This conversation no longer exists. Start a new one.');
+    // Deleted (from another channel, say): reconnecting cannot bring it back.
+    stop({ status: 404 });
     return;
   }
   showError(refusedSend ? `Your message was not sent: ${f.message.replace(/\.$/, '')}. It is still in the box.` : f.message);
@@ -449,6 +510,10 @@ function apply(ev) {
   switch (ev.type) {
     case 'turn.started':
       state.turnParts.clear();
+      state.startedTurns.add(ev.turnId);
+      // A message shown as queued gets its place here, where its turn begins.
+      state.queued.get(ev.turnId)?.remove();
+      state.queued.delete(ev.turnId);
       showUserMessage(ev.input.text);
       setTurn('working');
       setStatus('');
@@ -486,16 +551,22 @@ function apply(ev) {
       break;
     case 'approval.requested':
       addApproval(ev);
+      state.waiting.set(ev.approvalId, ev.tool);
+      setStatus(waitingText());
       break;
-    case 'approval.resolved':
+    case 'approval.resolved': {
       resolveApproval(ev);
+      const tool = state.waiting.get(ev.approvalId);
+      state.waiting.delete(ev.approvalId);
+      setStatus(waitingText() || (tool && ev.decision === 'approved' ? `Calling ${tool}…` : ''));
       break;
+    }
     case 'actor.passed':
       addItem('note', `${ev.from} handed the conversation to ${ev.to}`);
       break;
     case 'turn.settled':
       setTurn(ev.finalizedBy);
-      setStatus(ev.error ? ev.error.message : '');
+      setStatus(ev.error ? ev.error.message : waitingText());
       for (const el of state.parts.values()) el.classList.remove('streaming');
       break;
     case 'envelope.settled':
@@ -509,6 +580,29 @@ function apply(ev) {
     default:
       break;
   }
+}
+
+/** The status line while approvals are open: the turn waits for them (not "Calling …"). */
+function waitingText() {
+  const tools = [...new Set(state.waiting.values())];
+  if (!tools.length) return '';
+  return `Waiting for ${state.waiting.size === 1 ? 'an approval' : 'approvals'} to run ${tools.join(', ')}.`;
+}
+
+/**
+ * A message the server accepted behind the running turn (`sent` with queued: true): shown at
+ * once as the user's, marked as waiting; its turn.started (same turnId) puts it in its place.
+ */
+function showQueued(text, turnId) {
+  if (state.startedTurns.has(turnId) || state.queued.has(turnId)) return;
+  const li = addItem('user', text, { label: 'You' });
+  li.classList.add('queued');
+  li.dataset.turnId = turnId;
+  const note = document.createElement('span');
+  note.className = 'queued-note';
+  note.textContent = 'Queued: waits for the current turn';
+  li.append(note);
+  state.queued.set(turnId, li);
 }
 
 function showUserMessage(text) {
@@ -605,63 +699,6 @@ function labelFor(type, actor) {
   }
 }
 
-/** Arrays of records become tables (nested objects are walked); anything else a definition list. */
-function renderData(data, frag = document.createDocumentFragment()) {
-  const dl = document.createElement('dl');
-  for (const [name, value] of Object.entries(data)) {
-    if (Array.isArray(value) && value.length > 0 && value.every((r) => r && typeof r === 'object' && !Array.isArray(r))) {
-      frag.append(renderTable(name, value));
-    } else if (value && typeof value === 'object' && !Array.isArray(value)) {
-      renderData(value, frag);
-    } else {
-      const dt = document.createElement('dt');
-      dt.textContent = name;
-      const dd = document.createElement('dd');
-      dd.textContent = formatValue(value);
-      dl.append(dt, dd);
-    }
-  }
-  if (dl.childElementCount > 0) frag.append(dl);
-  return frag;
-}
-
-function renderTable(name, rows) {
-  const wrap = document.createElement('div');
-  wrap.className = 'table-wrap';
-  const table = document.createElement('table');
-  const caption = document.createElement('caption');
-  caption.textContent = name;
-  table.append(caption);
-  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))].slice(0, 8);
-  const thead = table.createTHead().insertRow();
-  for (const c of cols) {
-    const th = document.createElement('th');
-    th.scope = 'col';
-    th.textContent = c;
-    thead.append(th);
-  }
-  const tbody = table.createTBody();
-  for (const r of rows) {
-    const tr = tbody.insertRow();
-    for (const c of cols) {
-      const td = tr.insertCell();
-      td.textContent = formatValue(r[c]);
-      if (typeof r[c] === 'number') td.className = 'num';
-    }
-  }
-  wrap.append(table);
-  return wrap;
-}
-
-function formatValue(v) {
-  if (v === undefined || v === null) return '';
-  if (typeof v === 'string') {
-    return /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(v) ? v.slice(0, 16).replace('T', ' ') : v;
-  }
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
-}
-
 /* ---------------------------------------------------------------- approvals */
 
 function addApproval(ev) {
@@ -700,6 +737,7 @@ function answerApproval(approvalId, frame) {
     showError('Not connected: try again in a moment.');
     return;
   }
+  probe();
   const timer = setTimeout(() => {
     if (!state.answering.has(approvalId)) return;
     releaseAnswer(approvalId);
@@ -792,7 +830,13 @@ const utf8 = new TextEncoder();
 els.form.addEventListener('submit', (e) => {
   e.preventDefault();
   const text = els.input.value.trim();
-  if (!text || state.pendingSend) return;
+  if (!text) return;
+  if (state.pendingSend) {
+    // Never ignored in silence: say what it waits for, and check the connection is alive.
+    showError('Your last message is still waiting for the server\'s reply; this one stays in the box until then.');
+    probe();
+    return;
+  }
   const ref = `send:${++state.sendCount}`;
   const frame = JSON.stringify({ type: 'send', sessionId: state.sessionId, text, ref });
   const bytes = utf8.encode(frame).byteLength;
@@ -805,10 +849,34 @@ els.form.addEventListener('submit', (e) => {
     return;
   }
   state.ws.send(frame);
-  state.pendingSend = { ref, text };
+  state.pendingSend = { ref, text, timer: setTimeout(() => sendTimedOut(ref), SEND_TIMEOUT_MS) };
   state.unconfirmedText = '';
   els.error.hidden = true;
+  probe();
 });
+
+/** Enter with Send disabled (no live connection) submits nothing: say so rather than nothing. */
+els.input.addEventListener('keydown', (e) => {
+  if (e.key !== 'Enter' || e.isComposing || !els.send.disabled) return;
+  if (state.stopped) showError(state.stopReason);
+  else showError('Not connected yet: your message stays in the box. Press Enter again once the connection is live.', 'connection');
+});
+
+/** The message on its way is no longer awaited (answered, refused, timed out or lost): returns it. */
+function settleSend() {
+  const pending = state.pendingSend;
+  if (pending) clearTimeout(pending.timer);
+  state.pendingSend = null;
+  return pending;
+}
+
+function sendTimedOut(ref) {
+  if (state.pendingSend?.ref !== ref) return;
+  const { text } = settleSend();
+  // Kept in the box; should it have been accepted after all, its turn clears it (showUserMessage).
+  state.unconfirmedText = text;
+  showError('The server did not confirm your message: it is still in the box. Send it again.');
+}
 
 els.newSession.addEventListener('click', () => {
   sessionStorage.removeItem(SESSION_KEY);
@@ -820,6 +888,7 @@ async function start() {
     state.sessionId = await ensureSession(false);
     document.body.dataset.sessionId = state.sessionId;
     connect();
+    setInterval(watchConnection, WATCH_EVERY_MS);
   } catch (e) {
     setConn('offline');
     showError(e.status === 401 || e.status === 403 ? authMessage() : e.message);

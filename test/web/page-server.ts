@@ -9,16 +9,21 @@ import type { ModelPort } from '../../src/machines/ports.js';
 import type { AapAgentConfig } from '../../src/transports/aap/index.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
 import { startServer, type RunningServer } from '../../src/transports/server.js';
-import { createStreamsTransport } from '../../src/transports/streams/index.js';
+import { createStreamsTransport, type StreamsTransportOptions } from '../../src/transports/streams/index.js';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 
-export async function servePage(runtime: Runtime, agents: AapAgentConfig[]): Promise<RunningServer> {
+/** `streams`: options of the streams transport besides the runtime and web root (`heartbeatMs`, ...). */
+export async function servePage(
+  runtime: Runtime,
+  agents: AapAgentConfig[],
+  streams: Omit<StreamsTransportOptions, 'runtime' | 'webRoot'> = {},
+): Promise<RunningServer> {
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-web.mjs')], { stdio: 'pipe' });
   return startServer({
     runtime,
     port: 0,
-    transports: [createAapTransport({ runtime, agents }), createStreamsTransport({ runtime, webRoot: join(ROOT, 'web') })],
+    transports: [createAapTransport({ runtime, agents }), createStreamsTransport({ ...streams, runtime, webRoot: join(ROOT, 'web') })],
   });
 }
 
