@@ -4,20 +4,11 @@
  * virtual actors: a session with no turn in flight may be passivated (its live actor stopped,
  * its state in the store) and is reactivated on its next use.
  */
-import type {
-  CreateSessionOptions,
-  RecoverFailure,
-  Runtime,
-  RuntimeLimits,
-  RuntimeOptions,
-  SessionHandle,
-  SessionStore,
-} from './api.js';
+import type { ArtifactStore, CreateSessionOptions, RecoverFailure, Runtime, RuntimeLimits, RuntimeOptions, SessionHandle, SessionStore } from './api.js';
 import { TurnstateError } from './errors.js';
 import { createClock, createIdSource } from './host/clock.js';
 import { SessionHost, type HostDeps, type HostState } from './host/session-host.js';
 import { createToolCatalog } from './host/tool-catalog.js';
-import type { ArtifactStore } from './api.js';
 import { HistoryCache } from './host/history-cache.js';
 import { containInspector } from './host/inspector.js';
 import { containSubscribers } from './host/journal.js';
@@ -126,6 +117,10 @@ function unrestorable(id: string, err: unknown): TurnstateError {
   });
 }
 
+/** The id is taken: a live or stored session, or one being created or deleted right now. */
+const sessionExists = (id: string, cause?: unknown) => new TurnstateError('session.exists', `a session with id "${id}" already exists`, cause === undefined ? undefined : { cause });
+const runtimeClosed = () => new TurnstateError('runtime.closed', 'the runtime is closed');
+
 export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   checkRuntimeOptions(options);
   const reasoningTraces = options.reasoningTraces ?? 'keep';
@@ -144,7 +139,25 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
   const hosts = new Map<string, SessionHost>();
   const loading = new Map<string, Promise<SessionHost | undefined>>();
+  // Ids held from the call, before any await, by a createSession (another create of the id fails; a
+  // wake or a delete waits for it) and by a deleteSession (nothing wakes it; another delete waits).
+  const creating = new Map<string, Promise<unknown>>();
+  const deleting = new Map<string, Promise<boolean>>();
   let closed = false;
+  /** The store's errors as the runtime's: `store.closed` once closed is `runtime.closed` (as for every method after close()), `store.session_exists` is `session.exists`. */
+  const asRuntime = (err: unknown) => {
+    if (!(err instanceof TurnstateError)) return err;
+    if (err.code === 'store.session_exists') return sessionExists(String(err.details?.sessionId), err);
+    return closed && err.code === 'store.closed' ? runtimeClosed() : err;
+  };
+  const whileOpen = async <T>(f: () => T | Promise<T>): Promise<T> => {
+    if (closed) throw runtimeClosed();
+    try {
+      return await f();
+    } catch (err) {
+      throw asRuntime(err);
+    }
+  };
   // The policy evaluation processes are shared by the runtimes of this process: the last to close ends them.
   const releaseEvaluators = usePolicyEvaluators();
 
@@ -231,18 +244,26 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   const activate = async (id: string): Promise<SessionHost | undefined> => {
     const live = hosts.get(id);
     if (live) return live;
+    // Not woken while being deleted (session:delete:during-activation); live once created.
+    if (deleting.has(id)) return undefined;
+    const made = creating.get(id);
+    if (made) return made.then(() => activate(id), () => activate(id));
     const pending = loading.get(id);
     if (pending) return pending;
     const p = (async () => {
       const record = await store.getSession(id);
-      if (!record) return undefined;
+      // Checked after every await: a delete that began meanwhile wins, and nothing is restored.
+      if (!record || deleting.has(id) || closed) return undefined;
       let host: SessionHost | undefined;
       try {
         const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
+        if (deleting.has(id) || closed) return undefined;
         host = new SessionHost(deps, record, lastSeq, snapshot);
         hosts.set(id, host);
         const hostState = snapshot?.host as HostState | undefined;
         if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
+        // Deleted (or closed) while it recovered: the delete stops it; the caller gets nothing.
+        if (deleting.has(id) || hosts.get(id) !== host) return undefined;
         return host;
       } catch (err) {
         // A session whose stored state this runtime cannot restore (a damaged row, a turn state
@@ -281,11 +302,9 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     }
   };
   const live = async (id: string): Promise<SessionHost> => {
-    const h = hosts.get(id) ?? (closed ? undefined : await activate(id));
-    if (!h) {
-      throw new TurnstateError(closed ? 'runtime.closed' : 'session.not_found', closed ? 'the runtime is closed' : `session ${id} no longer exists`);
-    }
-    return h;
+    const h = hosts.get(id) ?? (await whileOpen(() => activate(id)));
+    if (h) return h;
+    throw closed ? runtimeClosed() : new TurnstateError('session.not_found', `session ${id} no longer exists`);
   };
   const handleFor = (host: SessionHost): SessionHandle => {
     let handle = handles.get(host.id);
@@ -295,6 +314,59 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     handle ??= new SessionRef(host.id, host.record, live, (id) => hosts.get(id), registries.partTypes);
     handles.set(host.id, handle);
     return handle;
+  };
+
+  /** Under group commit the record is written with the session's first commit (at the latest at the end of this event-loop turn). */
+  const createWithFirstCommit = (record: SessionRecord): SessionHandle => {
+    const host = new SessionHost(deps, record, 0);
+    host.writeWithFirstCommit();
+    hosts.set(record.id, host);
+    return handleFor(host);
+  };
+
+  /** createSession once its id is taken (`creating`): the store's check, the write, the host. */
+  const create = async (record: SessionRecord, mayBeStored: boolean): Promise<SessionHandle> => {
+    const id = record.id;
+    if (mayBeStored && (await store.getSession(id))) throw sessionExists(id);
+    if (closed) throw runtimeClosed();
+    if (store.groupCommit) return createWithFirstCommit(record);
+    // The host first: a session whose host could not be made is not written.
+    const host = new SessionHost(deps, record, 0);
+    // (Refused with store.session_exists when another runtime on the store made it first: whileOpen says session.exists.)
+    await store.createSession(record);
+    if (closed) {
+      host.stop();
+      throw runtimeClosed();
+    }
+    hosts.set(id, host);
+    return handleFor(host);
+  };
+
+  /** deleteSession, held in `deleting` from its call (it always awaits before it can end). */
+  const remove = async (id: string): Promise<boolean> => {
+    const drop = () => {
+      hosts.get(id)?.stop();
+      for (const m of [hosts, handles, dormant]) m.delete(id);
+      deps.historyCache?.drop(id);
+    };
+    try {
+      // A session being created or activated is deleted once it is live (else it would come back).
+      await creating.get(id)?.catch(() => undefined);
+      const waking = loading.get(id);
+      if (waking) await waking.catch(() => undefined);
+      if (!(hosts.get(id)?.record ?? (await store.getSession(id)))) return false;
+      drop();
+      // Its artifacts first: should that fail, the session is still there to delete again.
+      await artifacts.deleteSession?.(id);
+      await store.deleteSession(id);
+      // Whatever got a host meanwhile goes too (activation refuses an id being deleted).
+      drop();
+      return true;
+    } catch (err) {
+      throw asRuntime(err);
+    } finally {
+      deleting.delete(id);
+    }
   };
 
   const runtime: TurnstateRuntime = {
@@ -310,7 +382,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     agentCard: (actorName: string) => agentCard(registries, actorName),
 
     async createSession(opts: CreateSessionOptions): Promise<SessionHandle> {
-      if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
+      if (closed) throw runtimeClosed();
       checkCreateSession(opts);
       if (typeof opts.actor !== 'string' || !registries.actors.has(opts.actor)) {
         const known = registries.actors.list().map((a) => a.name);
@@ -323,29 +395,23 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       if (policy !== 'queue' && policy !== 'interrupt' && policy !== 'reject') {
         throw new TurnstateError('session.invalid_policy', `doubleTexting must be "queue", "interrupt" or "reject", not "${String(policy)}"`);
       }
+      const id = opts.id ?? newId('sess');
       const record: SessionRecord = {
-        id: opts.id ?? newId('sess'),
+        id,
         actor: opts.actor,
         createdAt: clock.iso(),
         doubleTexting: policy,
         ...(opts.tenantId !== undefined ? { tenantId: opts.tenantId } : {}),
         ...(opts.metadata ? { metadata: opts.metadata } : {}),
       };
-      if (hosts.has(record.id) || ((opts.id !== undefined || !freshIds) && (await store.getSession(record.id)))) {
-        throw new TurnstateError('session.exists', `a session with id "${record.id}" already exists`);
-      }
-      let host: SessionHost;
-      if (store.groupCommit) {
-        // Written with the session's first commit (at the latest at the end of this event-loop turn).
-        host = new SessionHost(deps, record, 0);
-        host.writeWithFirstCommit();
-      } else {
-        // The host first: a session whose host could not be made is not written.
-        host = new SessionHost(deps, record, 0);
-        await store.createSession(record);
-      }
-      hosts.set(record.id, host);
-      return handleFor(host);
+      // Taken before the first await: of two creates of one id exactly one succeeds (under group commit the store cannot tell).
+      if (hosts.has(id) || creating.has(id) || deleting.has(id)) throw sessionExists(id);
+      const mayBeStored = opts.id !== undefined || !freshIds;
+      // A fresh id names no session and no other call knows it yet: nothing to hold.
+      if (!mayBeStored) return store.groupCommit ? createWithFirstCommit(record) : create(record, false);
+      const made = whileOpen(() => create(record, true));
+      creating.set(id, made);
+      return made.finally(() => creating.delete(id));
     },
 
     async session(id: string) {
@@ -354,76 +420,63 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       return host ? handleFor(host) : undefined;
     },
 
-    async listSessions(filter) {
-      checkSessionFilter(filter);
-      // Sessions created in this event-loop turn are written before they are listed.
-      if (store.groupCommit) for (const h of hosts.values()) h.persistNow();
-      return await store.listSessions(filter);
-    },
+    listSessions: (filter) =>
+      whileOpen(() => {
+        checkSessionFilter(filter);
+        // Sessions created in this event-loop turn are written before they are listed.
+        if (store.groupCommit) for (const h of hosts.values()) h.persistNow();
+        return store.listSessions(filter);
+      }),
 
-    async deleteSession(id: string) {
-      // A session being activated is deleted once it is live (else activation would put it back).
-      await loading.get(id)?.catch(() => undefined);
-      const host = hosts.get(id);
-      const record = host?.record ?? (await store.getSession(id));
-      if (!record) return false;
-      host?.stop();
-      hosts.delete(id);
-      handles.delete(id);
-      dormant.delete(id);
-      deps.historyCache?.drop(id);
-      // Its artifacts first: should that fail, the session is still there to delete again.
-      await artifacts.deleteSession?.(id);
-      await store.deleteSession(id);
-      return true;
+    deleteSession(id: string) {
+      if (closed) return Promise.reject(runtimeClosed());
+      // A second delete while one runs answers false once that one is done (or fails as it did).
+      const running = deleting.get(id);
+      if (running) return running.then(() => false);
+      const p = remove(id);
+      deleting.set(id, p);
+      return p;
     },
 
     async answerApproval(approvalId, answer, by, via): Promise<AnswerResult> {
       if (closed) throw new TurnstateError('runtime.closed', 'the runtime is closed; the answer was not taken');
       checkAnswer(answer, by, via);
-      const record = await store.getApproval(approvalId);
+      const record = await whileOpen(() => store.getApproval(approvalId));
       if (!record) return { ok: false, code: 'approval.not_found', message: `no approval ${approvalId}` };
-      const host = await activate(record.sessionId);
+      const host = await whileOpen(() => activate(record.sessionId));
       if (!host) return { ok: false, code: 'approval.not_found', message: `the session of approval ${approvalId} no longer exists` };
       return host.answerApproval(approvalId, answer, by, via);
     },
 
-    async history(sessionId, afterSeq = 0, limit) {
-      return await store.readEvents(sessionId, afterSeq, limit);
-    },
-
-    async approvals(filter) {
-      return await store.listApprovals(filter);
-    },
-
-    async approval(approvalId) {
-      return await store.getApproval(approvalId);
-    },
+    history: (sessionId, afterSeq = 0, limit) => whileOpen(() => store.readEvents(sessionId, afterSeq, limit)),
+    approvals: (filter) => whileOpen(() => store.listApprovals(filter)),
+    approval: (approvalId) => whileOpen(() => store.getApproval(approvalId)),
 
     mayAnswerApproval(approval, by) {
       return deps.canAnswerApproval(approval, by);
     },
 
-    async recover() {
-      const resumed: string[] = [];
-      const failed: RecoverFailure[] = [];
-      for (const rec of await store.listSessions()) {
-        if (hosts.has(rec.id)) continue;
-        // One session that cannot be restored leaves the others to resume: it is reported.
-        try {
-          const snap = await store.loadSnapshot(rec.id);
-          const hs = snap?.host as HostState | undefined;
-          if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
-          const host = await activate(rec.id);
-          if (host) resumed.push(rec.id);
-        } catch (err) {
-          if (closed || (err instanceof TurnstateError && err.code === 'store.closed')) throw err;
-          const e = err instanceof TurnstateError && err.code === 'session.unrestorable' ? err : unrestorable(rec.id, err);
-          failed.push({ sessionId: rec.id, code: e.code, message: e.message });
+    recover: () =>
+      whileOpen(async () => {
+        const resumed: string[] = [];
+        const failed: RecoverFailure[] = [];
+        for (const rec of await store.listSessions()) {
+          if (hosts.has(rec.id)) continue;
+          // One session that cannot be restored leaves the others to resume: it is reported.
+          try {
+            const snap = await store.loadSnapshot(rec.id);
+            const hs = snap?.host as HostState | undefined;
+            if (!hs?.turn && !hs?.queue?.length && !(await store.readQueue(rec.id)).length) continue;
+            const host = await activate(rec.id);
+            if (host) resumed.push(rec.id);
+          } catch (err) {
+            if (closed || (err instanceof TurnstateError && err.code === 'store.closed')) throw err;
+            const e = err instanceof TurnstateError && err.code === 'session.unrestorable' ? err : unrestorable(rec.id, err);
+            failed.push({ sessionId: rec.id, code: e.code, message: e.message });
+          }
         }
-      }
-      return { resumed, failed };
-    },
+        return { resumed, failed };
+      }),
 
     async close() {
       if (closed) return;

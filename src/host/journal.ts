@@ -29,6 +29,9 @@ import { isPromise } from './turn.js';
 
 const ignore = (): void => {};
 
+/** `Journal.later` while a fan-out runs and nothing waits (never written to). */
+const FANNING: SessionEvent[] = [];
+
 /** Events read from the store per page while replaying. */
 export const REPLAY_PAGE = 256;
 
@@ -43,6 +46,8 @@ export interface JournalOwner {
 export class Journal {
   /** Live subscribers' subject, made for the first one (most sessions are never followed). */
   private live: Subject<SessionEvent> | null = null;
+  /** null, or a fan-out runs: FANNING, or what was published meanwhile and waits (see fanout). */
+  private later: SessionEvent[] | null = null;
   private completed = false;
   private commitChain: Promise<void> | null = null;
   /** An asynchronous store's failed write (the later ones fail with it). */
@@ -220,10 +225,31 @@ export class Journal {
     this.groupCommit!.add(step, this.lastSeq);
   }
 
+  /**
+   * Publish written events to the live subscribers. Not re-entrant: a subscriber that sends from
+   * its callback has the new turn's events written (a synchronous store) while this fan-out still
+   * delivers older ones; they wait in `later` and are delivered after them, so every subscriber
+   * sees every event once and in seq order (`events:replay-then-live`).
+   */
   private fanout(events: SessionEvent[] | undefined): void {
     const live = this.live;
     if (!events || !live?.observed) return;
-    for (const e of events) live.next(e);
+    const later = this.later;
+    if (later !== null) {
+      if (later === FANNING) this.later = events.slice();
+      else for (const e of events) later.push(e);
+      return;
+    }
+    this.later = FANNING;
+    try {
+      for (const e of events) live.next(e);
+      for (let q = this.later; q !== FANNING; q = this.later) {
+        this.later = FANNING;
+        for (const e of q) live.next(e);
+      }
+    } finally {
+      this.later = null;
+    }
   }
 
   /** No more events: live subscribers complete. */

@@ -384,8 +384,9 @@ describe('turn loop edges', () => {
       release();
       const timeout = new Promise((res) => setTimeout(() => res('still pending'), 1000));
       const [o1, o2] = await Promise.all([Promise.race([r1.settled, timeout]), Promise.race([r2.settled, timeout])]);
-      expect(o1, how).toMatchObject({ turnId: r1.turnId, stop: 'interrupted', error: { code: 'session.stopped' } });
-      expect(o2, how).toMatchObject({ turnId: r2.turnId, stop: 'interrupted', error: { code: 'session.stopped' } });
+      // The running turn names the state it was cut in; the queued message's turn never started.
+      expect(o1, how).toMatchObject({ turnId: r1.turnId, finalizedBy: 'awaiting', stop: 'interrupted', error: { code: 'session.stopped' } });
+      expect(o2, how).toMatchObject({ turnId: r2.turnId, finalizedBy: 'idle', stop: 'interrupted', parts: [], error: { code: 'session.stopped' } });
       expect(await Promise.race([s.idle().then(() => 'idle'), timeout])).toBe('idle');
       // Nothing was published after the stop.
       expect(rec.of('turn.settled')).toEqual([]);

@@ -168,6 +168,33 @@ for (const storeKind of ['memory', 'async', 'sqlite'] as const) {
       expect(rec.events.at(-1)!.type).toBe('turn.settled');
     });
 
+    for (const trigger of ['envelope.settled', 'turn.settled'] as const) {
+      it(`events:replay-then-live — "a subscriber from k receives exactly the events k+1 .. n in order, each once": also when a subscriber sends the next message from its ${trigger} callback (the next turn's events are published while the last ones are still being delivered)`, async () => {
+        const { rt, model } = make();
+        const s = await rt.createSession({ actor: 'a' });
+        const sender: SessionEvent[] = [];
+        const before: SessionEvent[] = [];
+        const after: SessionEvent[] = [];
+        let followUp: Promise<unknown> | undefined;
+        s.events().subscribe((e) => before.push(e));
+        s.events().subscribe((e) => {
+          sender.push(e);
+          if (e.type === trigger && followUp === undefined) {
+            model.setScript(script);
+            followUp = s.send('two').then((r) => r.settled);
+          }
+        });
+        s.events().subscribe((e) => after.push(e));
+        await (await s.send('one')).settled;
+        await followUp;
+        await s.idle();
+        const stored = (await rt.history(s.id)).map((e) => e.seq);
+        expect(stored.filter((q, i) => q !== i + 1)).toEqual([]);
+        expect((await rt.history(s.id)).filter((e) => e.type === 'turn.settled')).toHaveLength(2);
+        expect({ before: before.map((e) => e.seq), sender: sender.map((e) => e.seq), after: after.map((e) => e.seq) }).toEqual({ before: stored, sender: stored, after: stored });
+      });
+    }
+
     it('events:events-stable — the same events are readable from the store after the turn', async () => {
       const { rt } = make();
       const s = await rt.createSession({ actor: 'a' });
