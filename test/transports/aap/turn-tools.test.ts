@@ -203,6 +203,22 @@ describe('AAP: the same text sent twice under interrupt', () => {
   });
 });
 
+/** An assistant whose tool `steady` runs `ms` to its end whatever happens (it ignores its signal); `started` is told when it starts. */
+function registerSteady(rt: Runtime, ms: number, started: () => void): void {
+  rt.registries.tools.register({
+    name: 'steady',
+    description: 'Runs to its end whatever happens.',
+    inputSchema: { type: 'object' },
+    scope: 'generalist',
+    handler: async () => {
+      started();
+      await new Promise((r) => setTimeout(r, ms));
+      return 'done';
+    },
+  });
+  rt.registries.actors.register({ name: 'assistant', tools: ['steady'] });
+}
+
 describe('AAP: two messages join one turn', () => {
   it('aap:interrupt:two-joiners — "the joining request\'s response carries the rest": with two messages joined while a tool ran, the first response ends at the joins, the earlier joiner\'s ends at the later one, and the last joiner\'s carries the answer', async () => {
     let started!: () => void;
@@ -214,20 +230,7 @@ describe('AAP: two messages join one turn', () => {
           { respond: { blocks: [respond('All three answered.', 'complete')] } },
         ],
       },
-      setup: (rt: Runtime) => {
-        rt.registries.tools.register({
-          name: 'steady',
-          description: 'Runs to its end whatever happens.',
-          inputSchema: { type: 'object' },
-          scope: 'generalist',
-          handler: async () => {
-            started();
-            await new Promise((r) => setTimeout(r, 600));
-            return 'done';
-          },
-        });
-        rt.registries.actors.register({ name: 'assistant', tools: ['steady'] });
-      },
+      setup: (rt: Runtime) => registerSteady(rt, 600, started),
       agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
     });
     const sid = await createSession(h.url, { name: 'assistant' });
@@ -258,20 +261,7 @@ describe('AAP: two messages join one turn', () => {
           { respond: { blocks: [respond('Answered the joiner.', 'complete')] } },
         ],
       },
-      setup: (rt: Runtime) => {
-        rt.registries.tools.register({
-          name: 'steady',
-          description: 'Runs to its end whatever happens.',
-          inputSchema: { type: 'object' },
-          scope: 'generalist',
-          handler: async () => {
-            started();
-            await new Promise((r) => setTimeout(r, 300));
-            return 'done';
-          },
-        });
-        rt.registries.actors.register({ name: 'assistant', tools: ['steady'] });
-      },
+      setup: (rt: Runtime) => registerSteady(rt, 300, started),
       agents: [{ name: 'assistant', doubleTexting: 'interrupt' }],
     });
     const sid = await createSession(h.url, { name: 'assistant' });
