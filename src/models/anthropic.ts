@@ -257,11 +257,11 @@ const codeOf = (e: Error): string | undefined => {
   return typeof code === 'string' ? code : undefined;
 };
 
-/** The messages of an error's cause chain, redacted, nearest first, without repeats. */
-function causeMessages(e: unknown, secrets: readonly string[]): string[] {
+/** The messages of an error's cause chain (`causesOf(e)`), redacted, nearest first, without repeats. */
+function causeMessages(e: unknown, chain: readonly Error[], secrets: readonly string[]): string[] {
   const own = e instanceof Error ? e.message : String(e);
   const parts: string[] = [];
-  for (const c of causesOf(e)) {
+  for (const c of chain) {
     const m = redact(c.message, secrets).trim();
     if (m.length > 0 && m !== own && !parts.includes(m)) parts.push(m);
   }
@@ -273,18 +273,19 @@ export function toModelError(e: unknown, signal: AbortSignal | undefined, secret
   if (e instanceof ModelError) return e;
   if (signal?.aborted || e instanceof APIUserAbortError) return abortedError(signal);
   const cause = sanitizedCause(e, secrets);
-  const causes = causeMessages(e, secrets);
+  const chain = causesOf(e);
+  const causes = causeMessages(e, chain, secrets);
   // " (other side closed)": why undici ended a body with "terminated", why fetch failed.
   const detail = causes.length > 0 ? ` (${causes.join(': ')})` : '';
   if (e instanceof APIConnectionTimeoutError) {
     return new ModelError('model.timeout', `model request timed out${detail}`, { retryable: true, cause });
   }
-  const timeoutCode = causesOf(e).map(codeOf).find((c) => c !== undefined && Object.hasOwn(UNDICI_TIMEOUTS, c));
+  const timeoutCode = chain.map(codeOf).find((c) => c !== undefined && Object.hasOwn(UNDICI_TIMEOUTS, c));
   if (timeoutCode !== undefined) {
     // Node's fetch: a body silent for bodyTimeout (300 s by default) ends as "terminated" caused by UND_ERR_BODY_TIMEOUT.
     const what = e instanceof APIConnectionError ? 'model request' : 'model stream';
-    const chain = [redact(e instanceof Error ? e.message : String(e), secrets), ...causes].join(': ');
-    return new ModelError('model.timeout', `${what} timed out: ${UNDICI_TIMEOUTS[timeoutCode]} (${timeoutCode}; ${chain})`, {
+    const said = [redact(e instanceof Error ? e.message : String(e), secrets), ...causes].join(': ');
+    return new ModelError('model.timeout', `${what} timed out: ${UNDICI_TIMEOUTS[timeoutCode]} (${timeoutCode}; ${said})`, {
       retryable: true,
       cause,
     });
