@@ -316,7 +316,7 @@ function checkTree(surfaceId: string, graph: ReadonlyMap<string, Placed>): A2uiP
   // Down the longest path to the reference that goes one level past the bound.
   let id = 'root';
   for (let depth = 1; ; depth++) {
-    const deepest = refsOf(id).reduce((a, c) => (height.get(c.id)! > height.get(a.id)! ? c : a));
+    const deepest = topRef(refsOf(id), height)!;
     if (depth === MAX_SURFACE_DEPTH) {
       return {
         path: deepest.at,
@@ -327,13 +327,20 @@ function checkTree(surfaceId: string, graph: ReadonlyMap<string, Placed>): A2uiP
   }
 }
 
+/** The reference among `refs` whose component scores highest in `score` (the first of equals), if any. */
+function topRef(refs: readonly ChildRef[], score: ReadonlyMap<string, number>): ChildRef | undefined {
+  let top: ChildRef | undefined;
+  for (const r of refs) if (top === undefined || score.get(r.id)! > score.get(top.id)!) top = r;
+  return top;
+}
+
 /** A tree within the depth bound that still draws more than MAX_SURFACE_DRAWN components (shared children drawn at each place). */
 function drawnPastBound(surfaceId: string, graph: ReadonlyMap<string, Placed>, refsOf: (id: string) => ChildRef[], drawn: ReadonlyMap<string, number>): A2uiProblem | undefined {
   if (drawn.get('root')! <= MAX_SURFACE_DRAWN) return undefined;
   // Down the largest subtree to the component whose references, together, draw past the bound.
   let at = graph.get('root')!.at;
   for (let id = 'root'; ; ) {
-    const largest = refsOf(id).reduce<ChildRef | undefined>((a, c) => (a === undefined || drawn.get(c.id)! > drawn.get(a.id)! ? c : a), undefined);
+    const largest = topRef(refsOf(id), drawn);
     if (largest === undefined || drawn.get(largest.id)! <= MAX_SURFACE_DRAWN) break;
     at = largest.at;
     id = largest.id;
