@@ -2,13 +2,11 @@
  * The conversation is deleted from another channel (AAP DELETE /sessions/{id}) while the page
  * is connected: the page must say so, stop reconnecting, and stop offering Send.
  */
-import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
-import type { RunningServer } from '../../src/transports/server.js';
-import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { haveChromium } from './chromium.js';
+import { pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/deleted');
 
@@ -19,29 +17,18 @@ describe.skipIf(!CHROMIUM_OK)('web: the conversation deleted while the page is o
     }),
   });
   runtime.registries.actors.register({ name: 'desk' });
-  let server: RunningServer;
-  let ctx: BrowserContext;
-  let closeBrowser: (() => Promise<void>) | undefined;
+  const demo = pageFixture(runtime, [{ name: 'desk' }], { width: 900, height: 900 });
   let upgrades = 0;
-
-  beforeAll(async () => {
-    server = await servePage(runtime, [{ name: 'desk' }]);
-    server.server.on('upgrade', () => upgrades++);
-    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 900 }));
-  }, 60_000);
-
-  afterAll(async () => {
-    await closeBrowser?.();
-    await server?.close();
-    await runtime.close();
+  beforeAll(() => {
+    demo.server.server.on('upgrade', () => upgrades++);
   });
 
   it('web:demo:deleted — "stops reconnecting and says so": after DELETE /sessions/{id} the page says the conversation no longer exists, the pill is offline, Send is disabled, the WebSocket is closed, and a message typed then stays in the box, is not sent, and Enter repeats why', async () => {
-    const p = await ctx.newPage();
+    const p = await demo.ctx.newPage();
     const framesSent: string[] = [];
     p.on('websocket', (ws) => ws.on('framesent', (f) => framesSent.push(String(f.payload))));
     try {
-      await p.goto(server.url + '/');
+      await p.goto(demo.server.url + '/');
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const box = p.getByLabel('Message');
       await box.fill('hello');
@@ -49,7 +36,7 @@ describe.skipIf(!CHROMIUM_OK)('web: the conversation deleted while the page is o
       await p.locator('li.part-response').waitFor({ timeout: 10_000 });
 
       const sessionId = await p.evaluate(() => document.body.dataset.sessionId ?? '');
-      expect((await fetch(`${server.url}/sessions/${sessionId}`, { method: 'DELETE' })).status).toBe(204);
+      expect((await fetch(`${demo.server.url}/sessions/${sessionId}`, { method: 'DELETE' })).status).toBe(204);
       await expect.poll(() => p.locator('#error').textContent(), { timeout: 5_000 }).toMatch(/no longer exists/);
       await expect(p.locator('#conn').getAttribute('data-state')).resolves.toBe('offline');
       await expect(p.locator('#send').isEnabled()).resolves.toBe(false);

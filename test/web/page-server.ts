@@ -4,12 +4,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
+import type { BrowserContext } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import type { Runtime } from '../../src/api.js';
 import type { ModelPort } from '../../src/machines/ports.js';
 import type { AapAgentConfig } from '../../src/transports/aap/index.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
 import { startServer, type RunningServer } from '../../src/transports/server.js';
 import { createStreamsTransport, type StreamsTransportOptions } from '../../src/transports/streams/index.js';
+import { launchChromium } from './chromium.js';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 
@@ -25,6 +28,29 @@ export async function servePage(
     port: 0,
     transports: [createAapTransport({ runtime, agents }), createStreamsTransport({ ...streams, runtime, webRoot: join(ROOT, 'web') })],
   });
+}
+
+/**
+ * The page served (servePage) and a Chromium for one describe block: started before its tests,
+ * closed after them, the runtime too. Read `server` and `ctx` inside the tests.
+ */
+export function pageFixture(
+  runtime: Runtime,
+  agents: AapAgentConfig[],
+  viewport: { width: number; height: number },
+): { readonly server: RunningServer; readonly ctx: BrowserContext } {
+  const fx = {} as { server: RunningServer; ctx: BrowserContext };
+  let closeBrowser: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    fx.server = await servePage(runtime, agents);
+    ({ ctx: fx.ctx, close: closeBrowser } = await launchChromium(viewport));
+  }, 60_000);
+  afterAll(async () => {
+    await closeBrowser?.();
+    await fx.server?.close();
+    await runtime.close();
+  });
+  return fx;
 }
 
 /** `inner` with a pause of `ms` before each stream event, so a turn takes long enough to interrupt. */

@@ -3,37 +3,22 @@
  * policy, `queue`): the server accepts it behind the turn (`sent`, queued: true) and the box is
  * cleared, so the page must show it at once, marked as queued, and put it where its turn starts.
  */
-import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
-import type { RunningServer } from '../../src/transports/server.js';
-import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { haveChromium } from './chromium.js';
+import { pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/queued');
 
 describe.skipIf(!CHROMIUM_OK)('web: a message queued behind a suspended turn', () => {
   const runtime = createRuntime({ model: createScriptedModel(travelDeskScript()) });
   const desk = createTravelDesk(runtime);
-  let server: RunningServer;
-  let ctx: BrowserContext;
-  let closeBrowser: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    server = await servePage(runtime, desk.agents);
-    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 1100 }));
-  }, 60_000);
-
-  afterAll(async () => {
-    await closeBrowser?.();
-    await server?.close();
-    await runtime.close();
-  });
+  const demo = pageFixture(runtime, desk.agents, { width: 900, height: 1100 });
 
   it('web:demo:queued — "A message accepted while a turn runs or waits for an approval … shows at once as the user\'s, marked": a message sent while book_flight waits for approval is shown queued (the status line says the turn waits for an approval), and once approved it moves, unmarked and once, to where its own turn starts', async () => {
-    const p = await ctx.newPage();
+    const p = await demo.ctx.newPage();
     const sent: { type: string; queued?: boolean; turnId?: string }[] = [];
     p.on('websocket', (ws) =>
       ws.on('framereceived', (f) => {
@@ -42,7 +27,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a message queued behind a suspended turn', (
       }),
     );
     try {
-      await p.goto(server.url + '/');
+      await p.goto(demo.server.url + '/');
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const box = p.getByLabel('Message');
       await box.fill('book TS101');

@@ -2,13 +2,11 @@
  * A message the server never answers (no `sent`, no error) while the connection itself stays
  * alive: the page must not wait forever with the message in limbo and every later Enter ignored.
  */
-import type { BrowserContext } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
-import type { RunningServer } from '../../src/transports/server.js';
-import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { haveChromium } from './chromium.js';
+import { pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/send-timeout');
 
@@ -19,23 +17,10 @@ describe.skipIf(!CHROMIUM_OK)('web: a message with no reply', () => {
     }),
   });
   runtime.registries.actors.register({ name: 'desk' });
-  let server: RunningServer;
-  let ctx: BrowserContext;
-  let closeBrowser: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    server = await servePage(runtime, [{ name: 'desk' }]);
-    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 900 }));
-  }, 60_000);
-
-  afterAll(async () => {
-    await closeBrowser?.();
-    await server?.close();
-    await runtime.close();
-  });
+  const demo = pageFixture(runtime, [{ name: 'desk' }], { width: 900, height: 900 });
 
   it('web:demo:send-timeout — "A message with no reply within 10 s stays in the box with an error": a send the server never sees gets an error after 10 s with the text still in the box, and the next Enter sends it (once)', async () => {
-    const p = await ctx.newPage();
+    const p = await demo.ctx.newPage();
     const sends: unknown[] = [];
     let swallowNext = true;
     try {
@@ -54,7 +39,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a message with no reply', () => {
           upstream.send(m);
         });
       });
-      await p.goto(server.url + '/');
+      await p.goto(demo.server.url + '/');
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const box = p.getByLabel('Message');
       await box.fill('hello');

@@ -3,13 +3,12 @@
  * unbroken token (a URL) wraps inside the page, in an answer, the user's own message and a data
  * value, instead of widening the page (docs/guide/serve.md, "The demo page").
  */
-import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
-import type { RunningServer } from '../../src/transports/server.js';
-import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { haveChromium } from './chromium.js';
+import { pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/text-layout');
 
@@ -34,24 +33,11 @@ describe.skipIf(!CHROMIUM_OK)('web: text layout on the demo page', () => {
     }),
   });
   runtime.registries.actors.register({ name: 'desk' });
-  let server: RunningServer;
-  let ctx: BrowserContext;
-  let closeBrowser: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    server = await servePage(runtime, [{ name: 'desk' }]);
-    ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 1000 }));
-  }, 60_000);
-
-  afterAll(async () => {
-    await closeBrowser?.();
-    await server?.close();
-    await runtime.close();
-  });
+  const demo = pageFixture(runtime, [{ name: 'desk' }], { width: 900, height: 1000 });
 
   async function say(text: string): Promise<Page> {
-    const p = await ctx.newPage();
-    await p.goto(server.url + '/');
+    const p = await demo.ctx.newPage();
+    await p.goto(demo.server.url + '/');
     await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
     await p.getByLabel('Message').fill(text);
     await p.keyboard.press('Enter');
