@@ -2,15 +2,13 @@
  * `turnstate serve` and its environment: an empty variable is unset (not "every interface" nor
  * "the current directory"), and an address it cannot listen on is named as the --host it came from.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT, runServe } from './run-serve.js';
 import { serve } from '../../src/cli/serve.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'turnstate-serve-env-'));
@@ -21,31 +19,10 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-/** Runs `turnstate serve --port 0` from source in `cwd` with `env` until it says "listening" (then stops it) or exits. */
-function runServe(cwd: string, env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  const base = { ...process.env };
-  for (const name of ['ANTHROPIC_API_KEY', 'TURNSTATE_API_KEYS', 'HOST', 'PORT', 'TURNSTATE_DATA_DIR', 'TURNSTATE_PUBLIC_URL']) delete base[name];
-  // tsx by its path: the cwd is not the repository.
-  const tsx = pathToFileURL(join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs')).href;
-  const child = spawn(process.execPath, ['--conditions=turnstate-source', '--import', tsx, join(ROOT, 'src', 'cli', 'main.ts'), 'serve', '--port', '0'], {
-    cwd,
-    env: { ...base, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const onData = (b: Buffer): void => {
-    out += b.toString();
-    if (out.includes('listening on')) child.kill('SIGTERM');
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  return new Promise((r) => child.on('close', (code) => r({ code, out })));
-}
-
 describe('serve and its environment', () => {
   it('cli:serve:empty-env-unset — "an empty variable (HOST=) counts as unset": HOST= TURNSTATE_DATA_DIR= serve on 127.0.0.1 (where the Host check applies) from ./.data, not on every interface from the current directory', async () => {
     const cwd = tempDir();
-    const { out } = await runServe(cwd, { HOST: '', TURNSTATE_DATA_DIR: '' });
+    const { out } = await runServe({ cwd, env: { HOST: '', TURNSTATE_DATA_DIR: '' } });
     expect(out).toMatch(/listening on http:\/\/127\.0\.0\.1:\d+\n/);
     expect(out).toContain(`data directory: ${join(cwd, '.data')} (`);
     expect(out).toMatch(/artifact links: http:\/\/127\.0\.0\.1:\d+\/artifacts\//);

@@ -3,14 +3,13 @@
  * "bad input gets a clear error that names what was wrong", not a server that says "listening"
  * and then fails every turn.
  */
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runServe } from './run-serve.js';
 import { serve } from '../../src/cli/serve.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'turnstate-startup-'));
@@ -21,27 +20,6 @@ function tempDir(): string {
 afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
-
-/** Runs `turnstate serve` from source until it exits or says "listening" (then stops it). */
-function runServe(args: string[], as?: { uid: number; gid: number }): Promise<{ code: number | null; out: string }> {
-  const env = { ...process.env };
-  delete env['ANTHROPIC_API_KEY'];
-  delete env['TURNSTATE_API_KEYS'];
-  const child = spawn(process.execPath, ['--conditions=turnstate-source', '--import', 'tsx', join(ROOT, 'src', 'cli', 'main.ts'), 'serve', '--port', '0', ...args], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...as,
-  });
-  let out = '';
-  const onData = (b: Buffer): void => {
-    out += b.toString();
-    if (out.includes('listening on')) child.kill('SIGTERM');
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  return new Promise((r) => child.on('close', (code) => r({ code, out })));
-}
 
 describe('serve startup checks', () => {
   it('cli:serve:data-dir-not-a-directory — "--data-dir <dir>: created when missing": a path that is a file (or under one) is refused naming it as not a directory, not with EEXIST from mkdir', async () => {
@@ -68,7 +46,7 @@ describe('serve startup checks', () => {
       expect(existsSync(`${db}-wal`)).toBe(false);
       chmodSync(db, 0o444);
       const as = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : undefined;
-      const { code, out } = await runServe(['--data-dir', dataDir], as);
+      const { code, out } = await runServe({ args: ['--data-dir', dataDir], as });
       expect(out).not.toContain('listening');
       expect(out).toContain(`turnstate: cannot write SQLite store ${db}`);
       expect(code).toBe(1);
