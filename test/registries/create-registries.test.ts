@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RegistrationError } from '../../src/errors.js';
 import { createRegistries } from '../../src/create-registries.js';
 import { ActorRegistry, PartTypeRegistry, ToolRegistry, TurnStateRegistry } from '../../src/registries/index.js';
+import { audioMeta } from './helpers.js';
 
 describe('createRegistries', () => {
   it('registries:per-instance — every call returns fresh registries; registrations never leak between runtimes', () => {
@@ -14,15 +15,7 @@ describe('createRegistries', () => {
 
     a.partTypes.register({
       id: 'audio',
-      meta: {
-        description: 'Speech.',
-        streamingPreferred: true,
-        dataBearing: false,
-        delivery: { streaming: 'deliver', buffered: 'drop' },
-        inEnvelope: false,
-        modelEmittable: true,
-        carries: 'data',
-      },
+      meta: audioMeta({ description: 'Speech.' }),
     });
     a.turnStates.register({ id: 'cancelled', meta: { description: 'Cancelled.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
     a.tools.register({ name: 'lookup', description: 'Look something up.', inputSchema: { type: 'object' }, handler: () => 1, scope: 'generalist' });
@@ -49,15 +42,7 @@ describe('createRegistries', () => {
     expect(() => r.turnStates.register({ id: 'voiced', meta })).toThrow(RegistrationError);
     r.partTypes.register({
       id: 'audio',
-      meta: {
-        description: 'Speech.',
-        streamingPreferred: true,
-        dataBearing: false,
-        delivery: { streaming: 'deliver', buffered: 'drop' },
-        inEnvelope: false,
-        modelEmittable: true,
-        carries: 'data',
-      },
+      meta: audioMeta({ description: 'Speech.' }),
     });
     expect(r.turnStates.register({ id: 'voiced', meta }).id).toBe('voiced');
     expect(() => createRegistries().turnStates.register({ id: 'voiced', meta })).toThrow(/'audio'/);

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import { RegistrationError } from '../../src/errors.js';
+import type { PartTypeMeta } from '../../src/registries/types.js';
 
 /** Runs `fn`, which must throw a RegistrationError, and returns it for assertions on rule and message. */
 export function registrationError(fn: () => unknown): RegistrationError {
@@ -10,4 +11,18 @@ export function registrationError(fn: () => unknown): RegistrationError {
     return e as RegistrationError;
   }
   throw new Error('expected a RegistrationError, nothing was thrown');
+}
+
+/** A consumer part type's meta: speech for voice channels, streamed and never buffered; `over` replaces fields. */
+export function audioMeta(over: Record<string, unknown> = {}): PartTypeMeta {
+  return {
+    description: 'Synthesised speech.',
+    streamingPreferred: true,
+    dataBearing: false,
+    delivery: { streaming: 'deliver', buffered: 'drop' },
+    inEnvelope: false,
+    modelEmittable: true,
+    carries: 'data',
+    ...over,
+  } as PartTypeMeta;
 }

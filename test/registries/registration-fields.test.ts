@@ -9,19 +9,7 @@ import { PartTypeRegistry } from '../../src/registries/part-types.js';
 import { SurfaceTemplateRegistry } from '../../src/registries/surface-templates.js';
 import { TurnStateRegistry } from '../../src/registries/turn-states.js';
 import type { PartTypeMeta, SurfaceTemplate, TurnStateMeta } from '../../src/registries/types.js';
-import { registrationError } from './helpers.js';
-
-const audio = (over: Record<string, unknown> = {}): PartTypeMeta =>
-  ({
-    description: 'Synthesised speech.',
-    streamingPreferred: true,
-    dataBearing: false,
-    delivery: { streaming: 'deliver', buffered: 'drop' },
-    inEnvelope: false,
-    modelEmittable: true,
-    carries: 'data',
-    ...over,
-  }) as PartTypeMeta;
+import { audioMeta, registrationError } from './helpers.js';
 
 const placed = (over: Record<string, unknown> = {}): TurnStateMeta =>
   ({ description: 'The order is placed.', isTerminal: true, emitsEnvelope: true, holdsActor: false, ...over }) as TurnStateMeta;
@@ -29,13 +17,13 @@ const placed = (over: Record<string, unknown> = {}): TurnStateMeta =>
 describe('fields put one level too high', () => {
   it('part-types:field-unknown — "a registration is { id, meta }: any other top-level field is rejected naming it, and a meta field put one level too high (channels beside meta) is told it belongs under meta"', () => {
     const r = new PartTypeRegistry();
-    const e = registrationError(() => r.register({ id: 'audio', meta: audio(), channels: { whatsapp: 'attach' } } as never));
+    const e = registrationError(() => r.register({ id: 'audio', meta: audioMeta(), channels: { whatsapp: 'attach' } } as never));
     expect(e.rule).toBe('part-types:field-unknown');
     expect(e.message).toContain("part type 'audio': channels belongs under meta (meta.channels)");
-    expect(registrationError(() => r.register({ id: 'audio', meta: audio(), isCanonical: false } as never)).message).toMatch(/isCanonical is set by the registry/);
-    expect(registrationError(() => r.register({ id: 'audio', meta: audio(), colour: 'blue' } as never)).message).toMatch(/colour is not a registration field/);
+    expect(registrationError(() => r.register({ id: 'audio', meta: audioMeta(), isCanonical: false } as never)).message).toMatch(/isCanonical is set by the registry/);
+    expect(registrationError(() => r.register({ id: 'audio', meta: audioMeta(), colour: 'blue' } as never)).message).toMatch(/colour is not a registration field/);
     expect(r.has('audio')).toBe(false);
-    r.register({ id: 'audio', meta: audio({ channels: { whatsapp: 'attach' } }) });
+    r.register({ id: 'audio', meta: audioMeta({ channels: { whatsapp: 'attach' } }) });
     expect(r.deliveryFor('audio', 'whatsapp')).toBe('attach');
   });
 
@@ -62,7 +50,7 @@ describe('part-type meta: the typo is named, not the field it was meant to be', 
   it('part-types:meta:field-unknown — "is rejected naming it": a typo of a required field (inEnvelop, modelEmitable) is reported as that typo, before the required field is found missing', () => {
     const r = new PartTypeRegistry();
     for (const [typo, meant] of [['inEnvelop', 'inEnvelope'], ['modelEmitable', 'modelEmittable'], ['caries', 'carries']] as const) {
-      const meta = audio({ [typo]: (audio() as unknown as Record<string, unknown>)[meant] }) as unknown as Record<string, unknown>;
+      const meta = audioMeta({ [typo]: (audioMeta() as unknown as Record<string, unknown>)[meant] }) as unknown as Record<string, unknown>;
       delete meta[meant];
       const e = registrationError(() => r.register({ id: 'audio', meta: meta as unknown as PartTypeMeta }));
       expect(e.rule).toBe('part-types:meta:field-unknown');
@@ -82,7 +70,7 @@ describe('part-type meta: the typo is named, not the field it was meant to be', 
 describe('turn states the model could never declare', () => {
   it('turn-states:requires:not-model-emittable — "a state cannot require a part type the model cannot emit … Forbidding one is allowed"', () => {
     const regs = createRegistries();
-    regs.partTypes.register({ id: 'receipt', meta: audio({ modelEmittable: false, description: 'A receipt the runtime emits.' }) });
+    regs.partTypes.register({ id: 'receipt', meta: audioMeta({ modelEmittable: false, description: 'A receipt the runtime emits.' }) });
     for (const pt of ['approval-request', 'approval-response', 'receipt']) {
       const e = registrationError(() => regs.turnStates.register({ id: 'needs-it', meta: placed({ requires: { partTypes: [pt] } }) }));
       expect(e.rule).toBe('turn-states:requires:not-model-emittable');

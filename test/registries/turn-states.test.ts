@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { PartTypeRegistry } from '../../src/registries/part-types.js';
 import { RESERVED_TURN_STATE_NAMES, TurnStateRegistry } from '../../src/registries/turn-states.js';
 import type { TurnStateMeta } from '../../src/registries/types.js';
-import { registrationError } from './helpers.js';
+import { audioMeta, registrationError } from './helpers.js';
 
 
 const terminal = (over: Partial<TurnStateMeta> = {}): TurnStateMeta => ({
@@ -213,15 +213,7 @@ describe('TurnStateRegistry: consumer registration', () => {
     expect(e.message).toContain("'audio'");
     parts.register({
       id: 'audio',
-      meta: {
-        description: 'Speech.',
-        streamingPreferred: true,
-        dataBearing: false,
-        delivery: { streaming: 'deliver', buffered: 'drop' },
-        inEnvelope: false,
-        modelEmittable: true,
-        carries: 'data',
-      },
+      meta: audioMeta({ description: 'Speech.' }),
     });
     expect(r.register({ id: 'voiced', meta: terminal({ requires: { partTypes: ['audio'] } }) }).meta.requires?.partTypes).toEqual(['audio']);
   });
