@@ -16,7 +16,7 @@ import { sessionOf, type HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
 import { peerCallPrefix } from './injections.js';
 import { requestedChange } from './model-call.js';
-import { dispatchTools } from './tool-dispatch.js';
+import { dispatchTools, STANDING_APPROVAL } from './tool-dispatch.js';
 import { denialText, OutcomeBatch, unknownOutcomeText, type ToolOutcome } from './tool-results.js';
 import type { TurnOutcome } from '../api.js';
 import { ANSWERED, deferred, newTurn, type ActiveTurn, type HostState } from './turn.js';
@@ -131,8 +131,9 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
       const appr = approvals.find((a) => a.callId === c.id);
       if (appr) {
         if (appr.status === 'pending') t.pending.set(c.id, { callId: c.id, tool: c.tool, args: c.args, kind: 'approval', approvalId: appr.approvalId });
-        else if (resolvedInLog.has(appr.approvalId)) {
-          // approval.resolved commits before an approved call runs: it may have run, so never again.
+        else if (resolvedInLog.has(appr.approvalId) || appr.resolution?.via === STANDING_APPROVAL) {
+          // approval.resolved commits before an approved call runs, and a standing approval's record
+          // with the call's tool.called: it may have run, so never again.
           const reason = appr.resolution?.reason;
           plan.outcomes.push(
             appr.status === 'denied'

@@ -113,13 +113,16 @@ function approvalRecord(core: HostCore, t: ActiveTurn, actorName: string, u: Too
   };
 }
 
+/** The `via` of an approval a standing approval gave: its record commits with the call's `tool.called`, right before the call runs. */
+export const STANDING_APPROVAL = 'standing-approval';
+
 /** An approval a client's standing approval (AAP `trust: true`) gave, recorded as that client's decision. */
 function standingRecord(core: HostCore, t: ActiveTurn, actorName: string, u: ToolUseBlock, policy: PolicyResult): ApprovalRecord {
   const at = core.deps.clock.iso();
   return {
     ...approvalRecord(core, t, actorName, u, policy, at),
     status: 'approved',
-    resolution: { decision: 'approved', by: t.opts.principal ?? {}, via: 'standing-approval', at, reason: 'standing approval (trust) given by the client' },
+    resolution: { decision: 'approved', by: t.opts.principal ?? {}, via: STANDING_APPROVAL, at, reason: 'standing approval (trust) given by the client' },
   };
 }
 

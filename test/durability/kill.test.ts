@@ -170,6 +170,29 @@ describe('durability: SIGKILL and restart with real processes', () => {
     expect(events.at(-1)).toMatchObject({ type: 'turn.settled', finalizedBy: 'complete' });
   }, 90_000);
 
+  it('durability:kill:standing-approved-before-result — "the tool is not run again" also for a call a standing approval ran: killed inside it, after restart it is not run again, the model gets the unknown outcome, the turn completes', async () => {
+    const { db, sideLog } = files('standing');
+    const sessionId = 's-standing';
+    const first = new Child({ db, sideLog, phase: 'start', sessionId, message: 'book Crete', standing: ['book'], killInBook: true });
+    expect((await first.exited).signal).toBe('SIGKILL');
+    expect(sideEffects(sideLog)).toHaveLength(1);
+    const before = readLog(db, sessionId);
+    expect(before.some((e) => e.type === 'tool.called')).toBe(true);
+    expect(before.some((e) => e.type === 'approval.requested')).toBe(false);
+
+    const second = new Child({ db, sideLog, phase: 'resume', sessionId, resumeFrom: maxSeq(first) });
+    expect(await second.until((l) => l.kind === 'idle')).toMatchObject({ state: 'idle' });
+    expect((await second.exited).code).toBe(0);
+    // durability:tool:at-most-once
+    expect(sideEffects(sideLog)).toHaveLength(1);
+    const events = readLog(db, sessionId);
+    checkLog(events, [first.seqs(), second.seqs()]);
+    const result = events.find((e) => e.type === 'tool.result');
+    expect(result).toMatchObject({ tool: 'book', isError: true });
+    expect(String((result as { view: unknown }).view)).toMatch(/unknown/i);
+    expect(events.at(-1)).toMatchObject({ type: 'turn.settled', finalizedBy: 'complete' });
+  }, 90_000);
+
   it('durability:kill:queued — killed while a turn waits for approval with a message queued behind it: after restart and the answer, both turns complete in order', async () => {
     const { db, sideLog } = files('queued');
     const sessionId = 's-queue';
