@@ -74,6 +74,39 @@ export function envValue(env: NodeJS.ProcessEnv, name: string): string | undefin
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
+/** The name of an option word: `--data-dir=x` and `--data-dir` are both "data-dir". */
+export function optionName(arg: string): string {
+  const eq = arg.indexOf('=');
+  return arg.slice(2, eq === -1 ? undefined : eq);
+}
+
+/**
+ * The value of the option `argv[i]` (named `name`): after its "=", else the next word, which is
+ * never another option (`--data-dir --port 0`: a value that starts with "--" can still be given
+ * as `--data-dir=--odd`). `last` is the index of the last word it took. A usage error names a
+ * missing value, and the option it got instead.
+ */
+export function optionValue(argv: readonly string[], i: number, name: string): { value: string; last: number } {
+  const arg = argv[i]!;
+  const eq = arg.indexOf('=');
+  let value: string | undefined;
+  let last = i;
+  if (eq !== -1) value = arg.slice(eq + 1);
+  else {
+    value = argv[i + 1];
+    last = i + 1;
+    if (value?.startsWith('--')) throw new UsageError(`option "--${name}" needs a value (got the option "${value}")`);
+  }
+  if (value === undefined || value === '') throw new UsageError(`option "--${name}" needs a value`);
+  return { value, last };
+}
+
+/** A flag (`--json`) takes no value: `--json=no` is a usage error, never read as the flag. */
+export function flagWithoutValue(arg: string, name: string): void {
+  const eq = arg.indexOf('=');
+  if (eq !== -1) throw new UsageError(`option "--${name}" takes no value (got "${arg.slice(eq + 1)}")`);
+}
+
 const SERVE_OPTIONS = new Set(['port', 'host', 'data-dir', 'script', 'allow-origin', 'allow-host', 'passivate-after']);
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Command {
@@ -87,19 +120,10 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     const arg = rest[i]!;
     if (arg === '-h' || arg === '--help') return { kind: 'help', text: USAGE };
     if (!arg.startsWith('--')) throw new UsageError(`unexpected argument "${arg}"`);
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const name = optionName(arg);
     if (!SERVE_OPTIONS.has(name)) throw new UsageError(`unknown option "--${name}" (options: ${[...SERVE_OPTIONS].map((o) => `--${o}`).join(', ')})`);
-    let value: string | undefined;
-    if (eq !== -1) value = arg.slice(eq + 1);
-    else {
-      value = rest[i + 1];
-      i++;
-      // `--data-dir --port 0`: the next word is another option, not this one's value (a value
-      // that starts with "--" can still be given as `--data-dir=--odd`).
-      if (value?.startsWith('--')) throw new UsageError(`option "--${name}" needs a value (got the option "${value}")`);
-    }
-    if (value === undefined || value === '') throw new UsageError(`option "--${name}" needs a value`);
+    const { value, last } = optionValue(rest, i, name);
+    i = last;
     values.set(name, value);
   }
 

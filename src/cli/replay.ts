@@ -15,6 +15,7 @@ import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ModelPort } from '../api.js';
+import { flagWithoutValue, optionName, optionValue } from './args.js';
 import type { ModelScript } from '../models/script.js';
 import { createScriptedModel } from '../models/scripted.js';
 import type { Registries } from '../registries/types.js';
@@ -70,15 +71,16 @@ function parse(argv: readonly string[]): Parsed | 'help' {
       positional.push(arg);
       continue;
     }
-    const eq = arg.indexOf('=');
-    const name = arg.slice(2, eq === -1 ? undefined : eq);
+    const name = optionName(arg);
     if (name === 'json') {
+      flagWithoutValue(arg, name);
       opts.json = true;
       continue;
     }
     if (!Object.hasOwn(VALUED, name)) throw new ReplayUsageError(`unknown option "--${name}" (options: --script, --setup, --reasoning-traces, --limits, --json)`);
-    const value = eq !== -1 ? arg.slice(eq + 1) : args[++i];
-    if (value === undefined || value === '') throw new ReplayUsageError(`option "--${name}" needs a value`);
+    // As `turnstate serve` reads its options: the next word is never another option.
+    const { value, last } = optionValue(args, i, name);
+    i = last;
     opts[VALUED[name as keyof typeof VALUED]] = value;
   }
   if (positional.length !== 2) {

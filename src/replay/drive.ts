@@ -113,9 +113,16 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
           });
         }
       }
+      // In the order the recording answered them (a stable sort: equal seqs keep the request order).
+      answers.sort((a, b) => a.seq - b.seq);
       if (waiting === 0 || answers.length < waiting) {
         // The recording itself ends here, waiting: the re-run is faithful (what changed while it waited too).
         if (i === starts.length - 1 && !rec.events.some((e) => e.type === 'turn.settled' && e.turnId === start.turnId)) {
+          // Some of its calls may have been answered before it ended: they are answered here too (an
+          // approved call runs). The turn stays held, so no stop is awaited: each answer resolves once
+          // its call's outcome is recorded.
+          const refused = await answerAll(points, turnId, answers);
+          if (refused) return `turn ${i} (${turnId}): ${refused}`;
           await points.beforeAnswer(turnId, Infinity);
           points.turnDone(start.turnId);
           return undefined;
@@ -126,22 +133,27 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
         points.turnDone(start.turnId);
         return `turn ${i} (${turnId}) stopped in "${snap.state}" and the recording holds ${missing}`;
       }
-      // In the order the recording answered them (a stable sort: equal seqs keep the request order).
-      answers.sort((a, b) => a.seq - b.seq);
       const stopped = nextStop(s, turnId, snap.lastSeq);
-      for (const a of answers) {
-        await points.beforeAnswer(turnId, a.seq);
-        const r = (await a.answer()) as { ok?: boolean; code?: string; message?: string } | undefined;
-        if (r && r.ok === false) {
-          stopped.cancel();
-          return `turn ${i} (${turnId}): the recorded answer was refused (${r.code}: ${r.message})`;
-        }
+      const refused = await answerAll(points, turnId, answers);
+      if (refused) {
+        stopped.cancel();
+        return `turn ${i} (${turnId}): ${refused}`;
       }
       await stopped.done;
     }
     points.turnDone(start.turnId);
   }
   await s.idle();
+  return undefined;
+}
+
+/** Gives `answers` in their order, each after the tool settings changed before it; says why one was refused, if one was. */
+async function answerAll(points: TurnPoints, turnId: string, answers: readonly { seq: number; answer: () => Promise<unknown> }[]): Promise<string | undefined> {
+  for (const a of answers) {
+    await points.beforeAnswer(turnId, a.seq);
+    const r = (await a.answer()) as { ok?: boolean; code?: string; message?: string } | undefined;
+    if (r && r.ok === false) return `the recorded answer was refused (${r.code}: ${r.message})`;
+  }
   return undefined;
 }
 

@@ -133,6 +133,10 @@ export async function replaySession(store: SessionStore, sessionId: string, opti
     registries,
     newId: recordedIds(rec),
     reasoningTraces: reasoningTraces.mode,
+    // The recorded answers were accepted when they were given (the application's own
+    // canAnswerApproval, which replay does not know, may admit a role rather than the session's
+    // tenant): the re-run applies them as recorded, and only the driver answers here.
+    canAnswerApproval: () => true,
     ...(limits ? { limits } : {}),
   });
   let stoppedEarly: string | undefined;

@@ -5,6 +5,7 @@
  * of the arguments within the turn (another model); a call with no recorded result gets
  * NO_RESULT's text as an error result and is listed as unmatched.
  */
+import { forModel } from '../host/tool-results.js';
 import { ToolErrorText } from '../router/attempt.js';
 import type { Registries, ToolContext, ToolDefinition, ToolRegistryApi } from '../registries/types.js';
 import type { ExecutionRecord, MailboxEntry } from '../types.js';
@@ -41,8 +42,44 @@ export interface ToolResultSource {
 
 type ToolResultEntry = Extract<MailboxEntry, { kind: 'tool_result' }>;
 
+/** The note the host ends a result it cut for the model with (forModel, src/host/tool-results.ts). */
+const CUT_NOTE = /\n\[truncated: the result is (\d+) characters; the first (\d+) are shown\]$/;
+
+/**
+ * What to serve for a model view the host cut (toolResultMaxChars) so that the re-run's host,
+ * which cuts whatever a handler returns, gives the model the recorded text again rather than
+ * cutting the recorded cut a second time: the whole text the view was cut from, which the
+ * recorded `tool.result` event holds when its view is that text (a plain result, an error), else
+ * the shown start padded to the recorded length (what the model never read is not recorded).
+ * Undefined when `shown` was not cut. Cut the same way only under the recorded toolResultMaxChars.
+ */
+function uncut(shown: string, view: { value: unknown } | undefined): string | undefined {
+  const m = CUT_NOTE.exec(shown);
+  if (!m) return undefined;
+  const total = Number(m[1]);
+  const end = Number(m[2]);
+  if (m.index !== end || !(total > end)) return undefined;
+  const head = shown.slice(0, end);
+  // The host cut at its limit, or one short of it before a surrogate pair.
+  const cutsTo = (text: string): boolean => forModel(text, end) === shown || forModel(text, end + 1) === shown;
+  if (view !== undefined) {
+    let text: string | undefined;
+    try {
+      text = typeof view.value === 'string' ? view.value : (JSON.stringify(view.value) as string | undefined);
+    } catch {
+      text = undefined;
+    }
+    if (text !== undefined && text.length === total && text.startsWith(head) && cutsTo(text)) return text;
+  }
+  // A pair (U+10000) first: the host never cuts a surrogate pair in two, so a text it cut one
+  // short of its limit (before a pair) is cut there again, and one cut at its limit still is.
+  const rest = total - end;
+  const padded = head + (rest >= 2 ? '\u{10000}' + ' '.repeat(rest - 2) : ' ');
+  return cutsTo(padded) ? padded : undefined;
+}
+
 /** The error text a recorded failure gave the model: the execution record's whole text, else the mailbox's. */
-function recordedError(x: ExecutionRecord | undefined, shown: ToolResultEntry | undefined): string {
+function recordedError(x: ExecutionRecord | undefined, shown: ToolResultEntry | undefined, view: { value: unknown } | undefined): string {
   if (x !== undefined && !x.resultTruncated) {
     try {
       const error = (JSON.parse(x.result) as { error?: unknown }).error;
@@ -51,7 +88,8 @@ function recordedError(x: ExecutionRecord | undefined, shown: ToolResultEntry | 
       // Not the router's `{ error }` JSON: the model's view says what it was told.
     }
   }
-  return shown?.content ?? x?.result ?? '';
+  if (shown !== undefined) return uncut(shown.content, view) ?? shown.content;
+  return x?.result ?? '';
 }
 
 export function recordedResults(rec: Recording, match: 'callId' | 'content'): ToolResultSource {
@@ -60,6 +98,20 @@ export function recordedResults(rec: Recording, match: 'callId' | 'content'): To
   for (const x of rec.executions) finals.set(x.callId, x);
   const shownOf = new Map<string, ToolResultEntry>();
   for (const m of rec.mailbox) if (m.kind === 'tool_result') shownOf.set(m.callId, m);
+  // The tool.result event's view (the ui-stream view, or the error text): the whole of what the model's view may have cut.
+  const viewOf = new Map<string, { value: unknown }>();
+  for (const e of rec.events) if (e.type === 'tool.result' && !e.denial) viewOf.set(e.callId, { value: e.view });
+  // Calls with a result the model read but no execution record: an outcome reported unknown after
+  // a restart (never a denial: it is answered, not served). Content matching takes their arguments
+  // from their tool.called.
+  const unlogged: { callId: string; turnId: string; tool: string; args: unknown }[] = [];
+  if (match === 'content') {
+    for (const e of rec.events) {
+      if (e.type === 'tool.called' && e.side !== 'client' && !finals.has(e.callId) && shownOf.has(e.callId) && viewOf.has(e.callId)) {
+        unlogged.push({ callId: e.callId, turnId: e.turnId, tool: e.tool, args: e.args });
+      }
+    }
+  }
   // Under content matching: each recorded call serves one call of the re-run (by its id, whatever its attempts).
   const used = new Set<string>();
   /** Per call of the re-run, the recorded call it was given (a call is served once). */
@@ -71,7 +123,7 @@ export function recordedResults(rec: Recording, match: 'callId' | 'content'): To
     if (match === 'callId') callId = finals.has(ctx.callId) || shownOf.has(ctx.callId) ? ctx.callId : undefined;
     else {
       const key = canonicalJson(args);
-      for (const x of finals.values()) {
+      for (const x of [...finals.values(), ...unlogged]) {
         if (x.turnId === ctx.turnId && x.tool === tool && !used.has(x.callId) && canonicalJson(x.args) === key) {
           callId = x.callId;
           break;
@@ -97,8 +149,9 @@ export function recordedResults(rec: Recording, match: 'callId' | 'content'): To
       const x = finals.get(callId);
       // No execution record: a call whose outcome was reported unknown after a restart; the model's view holds it.
       const shown = shownOf.get(callId);
-      if (x === undefined ? shown!.isError : x.isError) throw new ToolErrorText(recordedError(x, shown));
-      if (x === undefined || x.resultTruncated) return shown?.content ?? x?.result;
+      const view = viewOf.get(callId);
+      if (x === undefined ? shown!.isError : x.isError) throw new ToolErrorText(recordedError(x, shown, view));
+      if (x === undefined || x.resultTruncated) return shown === undefined ? x?.result : (uncut(shown.content, view) ?? shown.content);
       return JSON.parse(x.result) as unknown;
     },
   };

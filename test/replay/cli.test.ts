@@ -108,6 +108,28 @@ describe('turnstate replay', () => {
     expect(bad.stderr).toMatch(/is not a ModelScript/);
     expect((await run(['--help'])).stdout).toContain('Usage: turnstate replay');
   });
+
+  it('replay:cli:usage — "2 bad usage": an option followed by another option has no value (named as `turnstate serve` names it), and --json takes none', async () => {
+    const cases: [string[], string][] = [
+      [['--setup', '--json'], 'option "--setup" needs a value (got the option "--json")'],
+      [['--script', '--json'], 'option "--script" needs a value (got the option "--json")'],
+      [['--limits', '--reasoning-traces', 'keep'], 'option "--limits" needs a value (got the option "--reasoning-traces")'],
+      [['--reasoning-traces'], 'option "--reasoning-traces" needs a value'],
+      [['--json=no'], 'option "--json" takes no value (got "no")'],
+      [['--json='], 'option "--json" takes no value (got "")'],
+    ];
+    for (const [argv, message] of cases) {
+      const r = await run([db, 'trip', ...argv]);
+      expect(r.code, argv.join(' ')).toBe(2);
+      expect(r.stdout, argv.join(' ')).toBe('');
+      expect(r.stderr, argv.join(' ')).toMatch(new RegExp(`^turnstate replay: ${message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    }
+    // A value that starts with "--" can still be given after "=".
+    const odd = await run([db, 'trip', '--script=--odd.json']);
+    expect(odd.code).toBe(2);
+    expect(odd.stderr).toMatch(/^turnstate replay: cannot read the script .*--odd\.json/);
+    expect((await run([db, 'trip', '--json'])).code).toBe(0);
+  });
 });
 
 describe('turnstate replay: runtime options and paths', () => {
