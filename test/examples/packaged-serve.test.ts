@@ -6,9 +6,11 @@
  * Packs the current build (`npm pack --ignore-scripts`: `npm run build` made dist/, as
  * `npm ci` does through `prepare`), unpacks it as node_modules/turnstate of an app whose other
  * node_modules are the repository's (its production dependencies among them) except tsx.
+ * Also what the package promises any consumer: it loads from CommonJS too, ships no source maps
+ * pointing at files it does not ship, and its .d.ts files name only packages it depends on.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -104,4 +106,58 @@ describe('the published package', () => {
       expect(await server.stop()).toBe(0);
     }
   }, 60_000);
+
+  it('package:require — the package is ESM, and `require()` (Node 20.19+ loads ESM synchronously) gets the same entries: the exports map has a default condition', async () => {
+    const app = await installPacked();
+    const code = "const t = require('turnstate'); const s = require('turnstate/sqlite'); console.log(typeof t.createRuntime, typeof s.createSqliteStore)";
+    const { stdout } = await run(process.execPath, ['-e', code], { cwd: app, timeout: 30_000 });
+    expect(stdout.trim()).toBe('function function');
+    const manifest = JSON.parse(readFileSync(join(app, 'node_modules', 'turnstate', 'package.json'), 'utf8')) as { files: string[]; engines: { node: string } };
+    // require(esm) without a flag: Node 20.19 (what @marcbachmann/cel-js needs too).
+    expect(manifest.engines.node).toBe('>=20.19');
+    // No *.map ships: each named ../src/*.ts, which does not.
+    const maps: string[] = [];
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(dir, e.name));
+        else if (e.name.endsWith('.map')) maps.push(join(dir, e.name));
+      }
+    };
+    walk(join(app, 'node_modules', 'turnstate'));
+    expect(maps).toEqual([]);
+  }, 60_000);
+
+  it('package:types — the published .d.ts files name only Node built-ins and packages the package depends on (with their types: a package without its own ships its @types as a dependency)', () => {
+    const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const deps = new Set(Object.keys(manifest.dependencies));
+    const named = new Map<string, string>();
+    const walk = (dir: string): void => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const path = join(dir, e.name);
+        if (e.isDirectory()) walk(path);
+        else if (e.name.endsWith('.d.ts')) {
+          for (const m of readFileSync(path, 'utf8').matchAll(/(?:from\s+|import\()\s*['"]([^'"]+)['"]/g)) {
+            const spec = m[1]!;
+            if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+            const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+            named.set(pkg, path.slice(ROOT.length + 1));
+          }
+        }
+      }
+    };
+    walk(join(ROOT, 'dist'));
+    expect(named.size).toBeGreaterThan(0);
+    const problems: string[] = [];
+    for (const [pkg, where] of named) {
+      if (!deps.has(pkg)) {
+        problems.push(`${where} names ${pkg}, which is not a dependency`);
+        continue;
+      }
+      const own = JSON.parse(readFileSync(join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as Record<string, unknown>;
+      const typed = own.types !== undefined || own.typings !== undefined || existsSync(join(ROOT, 'node_modules', pkg, 'index.d.ts')) || JSON.stringify(own.exports ?? {}).includes('"types"');
+      const atTypes = `@types/${pkg.replace(/^@/, '').replace('/', '__')}`;
+      if (!typed && !deps.has(atTypes)) problems.push(`${where} names ${pkg}, whose types (${atTypes}) are not a dependency`);
+    }
+    expect(problems).toEqual([]);
+  });
 });
