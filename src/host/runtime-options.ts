@@ -36,6 +36,30 @@ const REGISTRY_METHODS = {
   surfaceTemplates: ['get', 'has', 'list', 'ids', 'register'],
 } as const;
 
+/**
+ * Every method of the SessionStore port: all are required (the compiler keeps this list and the
+ * interface the same). A store lacking one is refused at createRuntime, not at the first restart
+ * or approval that would call it.
+ */
+const STORE_METHODS: Readonly<Record<Exclude<keyof SessionStore, 'kind' | 'groupCommit'>, true>> = {
+  createSession: true,
+  getSession: true,
+  listSessions: true,
+  deleteSession: true,
+  commit: true,
+  readEvents: true,
+  lastSeq: true,
+  readMailbox: true,
+  readQueue: true,
+  readExecutions: true,
+  loadSnapshot: true,
+  getApproval: true,
+  listApprovals: true,
+  resolveApproval: true,
+  close: true,
+};
+const STORE_METHOD_NAMES = Object.keys(STORE_METHODS) as readonly (keyof typeof STORE_METHODS)[];
+
 const ARTIFACT_METHODS = ['put', 'head', 'read'] as const;
 const ARTIFACT_OPTIONAL_METHODS = ['open', 'delete', 'deleteSession', 'close'] as const;
 
@@ -52,9 +76,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   }
   if (typeof options.model?.stream !== 'function') throw bad('needs a `model` (a ModelPort, with a stream() method)');
   if (options.contextModel !== undefined && typeof options.contextModel?.stream !== 'function') throw bad('`contextModel` must be a ModelPort (with a stream() method)');
-  const store = options.store as Partial<SessionStore> | undefined;
-  if (store !== undefined && (typeof store?.commit !== 'function' || typeof store.getSession !== 'function' || typeof store.readEvents !== 'function')) {
-    throw bad('`store` must be a SessionStore (commit, getSession, readEvents, ...: see docs/stores.md)');
+  if (options.store !== undefined) {
+    const why = storeProblem(options.store);
+    if (why !== undefined) throw bad(why);
   }
   if (options.artifacts !== undefined) {
     const why = artifactsProblem(options.artifacts);
@@ -77,6 +101,16 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
     const why = registriesProblem(options.registries);
     if (why !== undefined) throw bad(why);
   }
+}
+
+/** What keeps `s` from being a SessionStore, or undefined: the methods it lacks, by name. */
+function storeProblem(s: unknown): string | undefined {
+  const what = '`store` must be a SessionStore (every method of the port: see docs/stores.md)';
+  if (s === null || typeof s !== 'object') return `${what}, got ${typeName(s)}`;
+  const store = s as Partial<Record<string, unknown>>;
+  const missing = STORE_METHOD_NAMES.filter((m) => typeof store[m] !== 'function');
+  if (missing.length > 0) return `${what}; it lacks ${missing.map((m) => `${m}()`).join(', ')}`;
+  return undefined;
 }
 
 /** What keeps `a` from being an ArtifactStore, or undefined. */

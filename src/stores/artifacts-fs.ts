@@ -16,6 +16,8 @@
  * - Ids are checked against their form before any path is built, so no id reaches outside `dir`.
  *   `head` reads the small record synchronously (a bounded cache keeps recent ones, each hit
  *   checked against the file, so a record removed by hand is gone); `open` streams the file.
+ *   `read` and `open` serve only bytes of the recorded size: bytes changed by hand to another
+ *   size are not the artifact, and it is unknown (undefined).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -184,12 +186,16 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
     },
     head,
     async read(id) {
-      if (head(id) === undefined) return undefined;
+      const record = head(id);
+      if (record === undefined) return undefined;
+      let data: Buffer;
       try {
-        return new Uint8Array(await readFile(bin(id)));
+        data = await readFile(bin(id));
       } catch {
         return undefined;
       }
+      // As open(): bytes that are not the recorded size are not the artifact (changed by hand).
+      return data.byteLength === record.sizeBytes ? new Uint8Array(data) : undefined;
     },
     async open(id) {
       const record = head(id);

@@ -96,14 +96,12 @@ export function createMemoryStore(): SyncSessionStore {
     commit(sessionId, step) {
       open();
       let s = sessions.get(sessionId);
-      if (s === undefined && step.session !== undefined && step.session.id === sessionId) {
-        checkRecord(step.session);
-        checkStep(sessionId, step, 0);
-        s = { record: step.session, events: [], mailbox: [], executions: [], snapshot: undefined, queue: undefined, approvalIds: undefined };
-        sessions.set(sessionId, s);
-      }
-      if (s === undefined) throw sessionNotFound(sessionId);
-      checkStep(sessionId, step, s.events.length);
+      // A commit that carries its session's record creates the session, once all of it is valid:
+      // a rejected commit creates nothing.
+      const created = s === undefined && step.session !== undefined && step.session.id === sessionId ? step.session : undefined;
+      if (s === undefined && created === undefined) throw sessionNotFound(sessionId);
+      if (created !== undefined) checkRecord(created);
+      checkStep(sessionId, step, s === undefined ? 0 : s.events.length);
       const stepApprovals = step.approvals;
       if (stepApprovals !== undefined) {
         for (let i = 0; i < stepApprovals.length; i++) {
@@ -115,6 +113,10 @@ export function createMemoryStore(): SyncSessionStore {
         }
       }
       // Validated: from here on nothing throws.
+      if (s === undefined) {
+        s = { record: created as SessionRecord, events: [], mailbox: [], executions: [], snapshot: undefined, queue: undefined, approvalIds: undefined };
+        sessions.set(sessionId, s);
+      }
       if (step.events !== undefined) pushAll(s.events, step.events);
       if (step.mailbox !== undefined) pushAll(s.mailbox, step.mailbox);
       if (step.executions !== undefined) pushAll(s.executions, step.executions);

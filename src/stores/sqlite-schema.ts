@@ -158,7 +158,11 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
       UPDATE log SET snapshot = NULL WHERE snapshot IS NOT NULL AND k NOT IN
         (SELECT max(k) FROM log WHERE snapshot IS NOT NULL GROUP BY k / ${LOG_SPAN});
     `);
-    const latest = db.prepare(`SELECT k, k / ${LOG_SPAN} AS sk, snapshot FROM log WHERE snapshot IS NOT NULL`).all() as { k: number | bigint; sk: number; snapshot: string }[];
+    // k read as a BigInt: past sk 2^21 it is beyond 2^53, and a JS number would name another row.
+    const latest = db
+      .prepare(`SELECT k, k / ${LOG_SPAN} AS sk, snapshot FROM log WHERE snapshot IS NOT NULL`)
+      .safeIntegers(true)
+      .all() as { k: bigint; sk: bigint; snapshot: string }[];
     const insert = db.prepare('INSERT INTO queue (sk, turn_id, pos, body) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING');
     const rewrite = db.prepare('UPDATE log SET snapshot = ? WHERE k = ?');
     for (const row of latest) {
@@ -171,6 +175,46 @@ const MIGRATIONS: readonly ((db: Db) => void)[] = [
     }
   },
 ];
+
+const APPROVALS = ['approval_id', 'session_id', 'status', 'body', 'resolution'];
+const LOG_V3 = ['k', 'last_seq', 'last_ord', 'events', 'mailbox', 'executions', 'snapshot'];
+/**
+ * SCHEMAS[v]: the tables a file at version v has, and the columns of each that this turnstate
+ * reads or migrates (a file may hold more). A file at version v that lacks one is not a store of
+ * that version: another application that uses `user_version` too.
+ */
+const SCHEMAS: readonly (Readonly<Record<string, readonly string[]>> | undefined)[] = [
+  undefined,
+  {
+    sessions: ['id', 'tenant_id', 'created_at', 'body'],
+    events: ['session_id', 'seq', 'type', 'turn_id', 'body'],
+    mailbox: ['session_id', 'ord', 'body'],
+    executions: ['session_id', 'call_id', 'body'],
+    approvals: APPROVALS,
+    snapshots: ['session_id', 'body'],
+  },
+  {
+    sessions: ['id', 'tenant_id', 'created_at', 'body'],
+    approvals: APPROVALS,
+    log: ['session_id', 'n', 'last_seq', 'last_ord', 'events', 'mailbox', 'executions', 'snapshot'],
+  },
+  { sessions: ['sk', 'id', 'tenant_id', 'created_at', 'body'], approvals: APPROVALS, log: LOG_V3 },
+  { sessions: ['sk', 'id', 'tenant_id', 'created_at', 'body'], approvals: APPROVALS, log: LOG_V3, queue: ['sk', 'turn_id', 'pos', 'body'] },
+];
+
+/** The tables and columns (`table.column`) a file at `version` should have and does not: read only, nothing written. */
+function missingSchema(db: Db, version: number): string[] {
+  const expected = SCHEMAS[version];
+  if (expected === undefined) return [];
+  const columnsOf = db.prepare('SELECT name FROM pragma_table_info(?)').pluck();
+  const missing: string[] = [];
+  for (const [table, columns] of Object.entries(expected)) {
+    const has = new Set(columnsOf.all(table) as string[]);
+    if (has.size === 0) missing.push(table);
+    else for (const c of columns) if (!has.has(c)) missing.push(`${table}.${c}`);
+  }
+  return missing;
+}
 
 /** The file's schema version; a file written by a newer turnstate is refused rather than misread. */
 function schemaVersionOf(db: Db): number {
@@ -201,7 +245,9 @@ function notAStore(path: string, objects: readonly string[]): string {
  * The schema version of a file a writable store may migrate, read before anything is written to
  * it. Version 0 is a new database only while its schema is empty: a file at version 0 that
  * already holds tables belongs to another application and is refused (`store.open_failed`),
- * so no migration ever writes into it. A file of a newer turnstate is refused too.
+ * so no migration ever writes into it. A file at version 1 or later must have the tables and
+ * columns of its version: one that lacks any (another application that sets `user_version`) is
+ * refused the same way. A file of a newer turnstate is refused too.
  */
 export function checkWritableVersion(db: Db): number {
   const version = schemaVersionOf(db);
@@ -214,6 +260,16 @@ export function checkWritableVersion(db: Db): number {
         objects,
       });
     }
+    return version;
+  }
+  const missing = missingSchema(db, version);
+  if (missing.length > 0) {
+    const shown = missing.length > 5 ? `${missing.slice(0, 5).join(', ')}, ...` : missing.join(', ');
+    throw storeError(
+      'store.open_failed',
+      `${db.name} is not a turnstate store (it claims schema version ${version} but lacks what that version has: ${shown}); nothing was written to it`,
+      { path: db.name, version, missing },
+    );
   }
   return version;
 }

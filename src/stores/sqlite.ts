@@ -94,9 +94,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY sk').pluck();
   const selectSk = q<number>('SELECT sk FROM sessions WHERE id = ?').pluck();
 
-  // A session's commits are the log rows keyed from sk * 2^32 + 1 to sk * 2^32 + 2^32 - 1; the
-  // key range is computed in SQL (64-bit integers: exact for every sk, which JS numbers are not).
-  const range = `k > @sk * ${LOG_SPAN} AND k < (@sk + 1) * ${LOG_SPAN}`;
+  // A session's commits are the log rows keyed from sk * 2^32 + 1 to sk * 2^32 + 2^32 - 1; every
+  // key is computed in SQL in 64-bit integers. better-sqlite3 binds a JS number as a REAL, and
+  // `? * 2^32 + ?` in doubles loses the key's low bits once sk passes 2^21 (k past 2^53): each
+  // bound sk and commit number is CAST to INTEGER first (exact: a double holds either exactly).
+  const SK = 'CAST(@sk AS INTEGER)';
+  const range = `k > ${SK} * ${LOG_SPAN} AND k < (${SK} + 1) * ${LOG_SPAN}`;
   // The session's rows, found by its id (one statement for reads: no sk lookup of their own).
   const fromSession = `FROM sessions s JOIN log l ON l.k > s.sk * ${LOG_SPAN} AND l.k < (s.sk + 1) * ${LOG_SPAN} WHERE s.id = @sid`;
   const deleteLog = q(`DELETE FROM log WHERE ${range}`);
@@ -107,12 +110,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const dequeue = q('DELETE FROM queue WHERE sk = ? AND turn_id = ?');
   const selectQueue = q<string>('SELECT q.body FROM sessions s JOIN queue q ON q.sk = s.sk WHERE s.id = ? ORDER BY q.pos').pluck();
   // The commit number of the row holding the session's snapshot (the latest rows first: it is near the end).
-  const snapRow = q<number>(`SELECT k - @sk * ${LOG_SPAN} FROM log WHERE ${range} AND snapshot IS NOT NULL ORDER BY k DESC LIMIT 1`).pluck();
-  const clearSnapshot = q(`UPDATE log SET snapshot = NULL WHERE k = ? * ${LOG_SPAN} + ?`);
+  const snapRow = q<number>(`SELECT k - ${SK} * ${LOG_SPAN} FROM log WHERE ${range} AND snapshot IS NOT NULL ORDER BY k DESC LIMIT 1`).pluck();
+  const clearSnapshot = q(`UPDATE log SET snapshot = NULL WHERE k = CAST(? AS INTEGER) * ${LOG_SPAN} + CAST(? AS INTEGER)`);
 
   // Last seq, last mailbox ord and commit number of a session (a commit whose head is not cached).
-  const head = q<[number, number, number]>(`SELECT last_seq, last_ord, k - @sk * ${LOG_SPAN} FROM log WHERE ${range} ORDER BY k DESC LIMIT 1`).raw();
-  const insertLog = q(`INSERT INTO log (k, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (? * ${LOG_SPAN} + ?, ?, ?, ?, ?, ?, ?)`);
+  const head = q<[number, number, number]>(`SELECT last_seq, last_ord, k - ${SK} * ${LOG_SPAN} FROM log WHERE ${range} ORDER BY k DESC LIMIT 1`).raw();
+  const insertLog = q(`INSERT INTO log (k, last_seq, last_ord, events, mailbox, executions, snapshot) VALUES (CAST(? AS INTEGER) * ${LOG_SPAN} + CAST(? AS INTEGER), ?, ?, ?, ?, ?, ?)`);
   // A resolution is final: a commit inserts an approval or updates a pending one of the same session.
   const upsertApproval = q(
     `INSERT INTO approvals (approval_id, session_id, status, body, resolution) VALUES (?, ?, ?, ?, ?)
@@ -122,9 +125,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const approvalOwner = q<string>('SELECT session_id FROM approvals WHERE approval_id = ?').pluck();
 
   // A session's commits that hold events, from commit number @from on.
-  const selectEventsFrom = q<string>(`SELECT events FROM log WHERE k >= @sk * ${LOG_SPAN} + @from AND k < (@sk + 1) * ${LOG_SPAN} AND events IS NOT NULL ORDER BY k`).pluck();
+  const selectEventsFrom = q<string>(`SELECT events FROM log WHERE k >= ${SK} * ${LOG_SPAN} + CAST(@from AS INTEGER) AND k < (${SK} + 1) * ${LOG_SPAN} AND events IS NOT NULL ORDER BY k`).pluck();
   // The last seq of commit number @n (a point lookup on the log's key).
-  const seqOfCommit = q<number>(`SELECT last_seq FROM log WHERE k = @sk * ${LOG_SPAN} + @n`).pluck();
+  const seqOfCommit = q<number>(`SELECT last_seq FROM log WHERE k = ${SK} * ${LOG_SPAN} + CAST(@n AS INTEGER)`).pluck();
   const selectLastSeq = q<number>(`SELECT l.last_seq ${fromSession} ORDER BY l.k DESC LIMIT 1`).pluck();
   const selectMailbox = q<string>(`SELECT l.mailbox ${fromSession} AND l.mailbox IS NOT NULL ORDER BY l.k`).pluck();
   // The newest commits first, for an incremental read (it stops at the first row it already has).

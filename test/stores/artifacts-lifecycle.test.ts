@@ -4,7 +4,7 @@
  * (header-safe mime types, names without invisible controls), and what the file store does when
  * it opens a directory a crash or an operator left behind. Run against both stores.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -147,6 +147,22 @@ describe('artifact store: file, opening a directory', () => {
     expect(s.head(r.artifactId)).toBeUndefined();
     expect(await s.read(r.artifactId)).toBeUndefined();
     expect(await s.open!(r.artifactId)).toBeUndefined();
+  });
+
+  it('artifacts:store:file — "a record exists only for complete bytes": bytes an operator cut short or grew by hand (not the recorded size) are unknown to read, as they are to open', async () => {
+    const dir = tempDir();
+    const s = createFileArtifactStore({ dir });
+    const r = await s.put({ data: bytes('a,b\n1,2\n'), mimeType: 'text/csv', sessionId: 's' });
+    truncateSync(join(dir, `${r.artifactId}.bin`), 3);
+    expect(await s.read(r.artifactId)).toBeUndefined();
+    expect(await s.open!(r.artifactId)).toBeUndefined();
+    writeFileSync(join(dir, `${r.artifactId}.bin`), 'a,b\n1,2\n3,4\n');
+    expect(await s.read(r.artifactId)).toBeUndefined();
+    expect(await s.open!(r.artifactId)).toBeUndefined();
+    // Bytes of the recorded size are served again.
+    writeFileSync(join(dir, `${r.artifactId}.bin`), 'a,b\n1,2\n');
+    expect(Buffer.from((await s.read(r.artifactId))!).toString()).toBe('a,b\n1,2\n');
+    expect((await drain((await s.open!(r.artifactId))!.data)).toString()).toBe('a,b\n1,2\n');
   });
 
   it('artifacts:session:owns — deleteSession waits for the session\'s puts in flight, so none lands after it', async () => {

@@ -171,6 +171,39 @@ describe('sqlite store specifics', () => {
     mem.close();
   });
 
+  it('store:sqlite:open:foreign-version — "a version 0 file that has tables is refused before the first write (the switch to WAL included), so another application\'s file is never half-migrated", and so is one at version 1 to 4 (another application that sets user_version) that lacks the tables or columns of that version: refused as not a turnstate store, byte for byte as it was', () => {
+    const cases: [number, string][] = [
+      [1, 'CREATE TABLE users (id INTEGER)'],
+      [2, 'CREATE TABLE users (id INTEGER)'],
+      [3, 'CREATE TABLE users (id INTEGER)'],
+      [SQLITE_SCHEMA_VERSION, 'CREATE TABLE users (id INTEGER)'],
+      // Tables of the right names, one without a column the store reads.
+      [SQLITE_SCHEMA_VERSION, `CREATE TABLE sessions (sk INTEGER PRIMARY KEY, id TEXT, tenant_id TEXT, created_at TEXT, body TEXT);
+        CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER, last_ord INTEGER, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
+        CREATE TABLE approvals (approval_id TEXT, session_id TEXT, status TEXT, body TEXT, resolution TEXT);
+        CREATE TABLE queue (sk INTEGER, turn_id TEXT, body TEXT);`],
+    ];
+    for (const [version, sql] of cases) {
+      const path = fresh();
+      const raw = new Database(path);
+      raw.exec(`${sql}; INSERT INTO ${sql.includes('users') ? 'users' : 'sessions (id)'} VALUES (1); PRAGMA user_version = ${version};`);
+      raw.close();
+      const bytes = readFileSync(path);
+      const schema = schemaOf(path);
+      for (const options of [{ path }, { path, exclusive: true }]) {
+        const err = refusal(() => createSqliteStore(options));
+        expect(err.code, `version ${version}`).toBe('store.open_failed');
+        expect(err.message).toContain(`${path} is not a turnstate store`);
+        expect(err.message).toContain(`schema version ${version}`);
+        expect(err.message).toMatch(sql.includes('users') ? /lacks .*sessions/ : /lacks .*queue\.pos/);
+        // Not migrated, not switched to WAL: the file is byte for byte what it was.
+        expect(schemaOf(path)).toEqual(schema);
+        expect(readFileSync(path).equals(bytes), `version ${version}: the file changed`).toBe(true);
+        expect(existsSync(`${path}-wal`)).toBe(false);
+      }
+    }
+  });
+
   it('store:sqlite:open:broken-schema — a file that claims the current version but lacks its tables is refused with store.open_failed naming the path', () => {
     const path = fresh();
     const raw = new Database(path);
@@ -249,6 +282,76 @@ describe('sqlite store specifics', () => {
     raw.close();
     a.close();
     b.close();
+  });
+
+  /** Makes the file's next session key `next` (as a file that created and deleted next - 1 sessions over its life). */
+  function nextSessionKey(path: string, next: number): void {
+    const raw = new Database(path);
+    raw.prepare("DELETE FROM sqlite_sequence WHERE name = 'sessions'").run();
+    raw.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('sessions', ?)").run(BigInt(next - 1));
+    raw.close();
+  }
+
+  /** Each log row's commit number (k - sk * 2^32, in 64-bit integers), per session id. */
+  function commitNumbers(path: string): Record<string, number[]> {
+    const raw = new Database(path, { readonly: true });
+    raw.defaultSafeIntegers(true);
+    const rows = raw.prepare('SELECT s.id, l.k - s.sk * 4294967296 AS n FROM log l JOIN sessions s ON l.k / 4294967296 = s.sk ORDER BY l.k').all() as { id: string; n: bigint }[];
+    raw.close();
+    const out: Record<string, number[]> = {};
+    for (const r of rows) (out[r.id] ??= []).push(Number(r.n));
+    return out;
+  }
+
+  it('store:sqlite:wide-keys — "a deleted session\'s sk is never given to a new session": a file that has handed out more than 2^21 session keys (log keys past 2^53, where a double loses their low bits) commits, reads events, mailbox and snapshot, replays from a seq and deletes exactly, across reopen', () => {
+    // 2^21 + 6: the first key past what a double computes exactly; 2^31 - 2: the neighbours up to the largest key a log row can take.
+    for (const first of [2 ** 21 + 6, 2 ** 31 - 2]) {
+      const path = fresh();
+      createSqliteStore({ path }).close();
+      nextSessionKey(path, first);
+      let store = createSqliteStore({ path });
+      for (let n = 1; n <= 5; n++) {
+        // Two sessions with neighbouring keys, commits interleaved; a's first commit creates it (group commit), b is created first.
+        if (n === 1) store.createSession(session('b'));
+        store.commit('a', { ...(n === 1 ? { session: session('a') } : {}), events: events('a', n, 1), mailbox: [mail(`a${n}`)], snapshot: snapshot(n) });
+        store.commit('b', { events: events('b', 2 * n - 1, 2), mailbox: [mail(`b${n}`)], snapshot: snapshot(100 + n) });
+      }
+      const check = (s: SessionStore, commits: number) => {
+        expect(s.readEvents('a', 0)).toEqual(events('a', 1, commits));
+        expect(s.readEvents('a', 3)).toEqual(events('a', 4, commits - 3));
+        expect(s.readEvents('b', 7, 2)).toEqual(events('b', 8, 2));
+        expect(s.lastSeq('a')).toBe(commits);
+        expect(s.readMailbox('a')).toEqual(Array.from({ length: commits }, (_, i) => mail(`a${i + 1}`)));
+        expect(s.readMailbox('a', 3)).toEqual(Array.from({ length: commits - 3 }, (_, i) => mail(`a${i + 4}`)));
+        expect(s.loadSnapshot('a')).toEqual(snapshot(commits));
+        expect(s.readMailbox('b')).toHaveLength(5);
+        expect(s.loadSnapshot('b')).toEqual(snapshot(105));
+      };
+      check(store as SessionStore, 5);
+      store.close();
+      expect(commitNumbers(path), `first key ${first}`).toEqual({ b: [1, 2, 3, 4, 5], a: [1, 2, 3, 4, 5] });
+      store = createSqliteStore({ path });
+      check(store as SessionStore, 5);
+      // The reopened store reads where a's log ends and continues it; the new snapshot replaces the last.
+      store.commit('a', { events: events('a', 6, 1), mailbox: [mail('a6')], snapshot: snapshot(6) });
+      check(store as SessionStore, 6);
+      store.close();
+      const snaps = new Database(path, { readonly: true });
+      // One snapshot per session: each commit with one cleared the row that held the last.
+      expect(snaps.prepare('SELECT count(*) FROM log WHERE snapshot IS NOT NULL').pluck().get()).toBe(2);
+      snaps.close();
+      store = createSqliteStore({ path });
+      store.deleteSession('a');
+      expect(store.readEvents('a', 0)).toEqual([]);
+      expect(store.readEvents('b', 0)).toEqual(events('b', 1, 10));
+      store.close();
+      const raw = new Database(path, { readonly: true });
+      raw.defaultSafeIntegers(true);
+      expect(raw.prepare("SELECT sk FROM sessions WHERE id = 'b'").pluck().get()).toBe(BigInt(first));
+      expect(raw.prepare('SELECT count(*) FROM log WHERE snapshot IS NOT NULL').pluck().get()).toBe(1n);
+      raw.close();
+      expect(commitNumbers(path)).toEqual({ b: [1, 2, 3, 4, 5] });
+    }
   });
 
   it('store:sqlite:migrate-v2 — a version 2 file (log keyed by session id and n) opens with every session, commit and approval in order', () => {
@@ -355,6 +458,40 @@ describe('sqlite store specifics', () => {
     const after = statSync(path).size + (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
     // 120 messages of 10 KB are 1.2 MB of text; the file was over 60 MB.
     expect(after).toBeLessThan(3 * 1_200_000);
+  });
+
+  it('store:sqlite:migrate-v3:wide-keys — "version 3 files keep only each session\'s latest snapshot, and the queued messages that snapshot carried become queue rows" for a session whose key is past 2^21 too (its log keys are past 2^53)', () => {
+    const path = fresh();
+    const raw = new Database(path);
+    raw.exec(`
+      CREATE TABLE sessions (sk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+      CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
+      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
+      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
+      CREATE INDEX approvals_session ON approvals (session_id);
+      CREATE INDEX approvals_status ON approvals (status);
+      PRAGMA user_version = 3;`);
+    const sk = BigInt(2 ** 21 + 6);
+    raw.prepare('INSERT INTO sessions (sk, id, created_at, body) VALUES (?, ?, ?, ?)').run(sk, 's1', session('s1').createdAt, JSON.stringify(session('s1')));
+    const ins = raw.prepare('INSERT INTO log VALUES (? * 4294967296 + ?, ?, 0, ?, NULL, NULL, ?)');
+    const queued = { turnId: 'q1', message: { text: 'queued while waiting' }, opts: {} };
+    // Commit 3 (an odd key, which a double rounds to commit 4's) holds the latest snapshot, with a queued message.
+    for (let n = 1; n <= 3; n++) {
+      const snap = { machine: { value: { turn: 'suspended' } }, host: { queue: n === 3 ? [queued] : [], turn: { turnId: `t${n}` } } };
+      ins.run(sk, BigInt(n), n, JSON.stringify(events('s1', n, 1)), JSON.stringify(snap));
+    }
+    raw.close();
+    const store = createSqliteStore({ path });
+    expect(store.info().schemaVersion).toBe(SQLITE_SCHEMA_VERSION);
+    expect(store.readQueue('s1')).toEqual([{ ...queued, pos: 1 }]);
+    // The queue left the snapshot it rode in.
+    expect(store.loadSnapshot('s1')).toEqual({ machine: { value: { turn: 'suspended' } }, host: { turn: { turnId: 't3' } } });
+    expect(store.readEvents('s1', 0)).toEqual(events('s1', 1, 3));
+    store.commit('s1', { events: events('s1', 4, 1), dequeue: ['q1'] });
+    expect(store.readQueue('s1')).toEqual([]);
+    expect(store.readEvents('s1', 2)).toEqual(events('s1', 3, 2));
+    store.close();
+    expect(commitNumbers(path)).toEqual({ s1: [1, 2, 3, 4] });
   });
 
   it('store:sqlite:readonly — a read-only store reads a file another store is writing, sees each commit as it lands, and refuses every write', () => {

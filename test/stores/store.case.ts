@@ -247,6 +247,24 @@ export function runStoreSuite(name: string, make: Make, reopen?: Reopen): void {
           expect(await dump('s2')).toEqual(before);
           expect((await store.getApproval('ap1'))?.sessionId).toBe('s1');
         });
+
+        it('store:commit:creates-session:rejected — "a rejected commit creates nothing": a first commit carrying its session record is refused whole when an approval id belongs to another session (store.approval_conflict) or a queued message is invalid, and leaves no session', async () => {
+          const sessionsBefore = (await store.listSessions()).map((r) => r.id);
+          await expectCode(
+            () => store.commit('born', { session: session('born'), events: events('born', 1, 2), mailbox: [mail('x')], approvals: [approval('born', 'ap1')] }),
+            'store.approval_conflict',
+          );
+          const bad = { turnId: 'q1', pos: 1.5, message: { text: 'later' }, opts: {} } as unknown as QueuedEntry;
+          await expectCode(() => store.commit('born', { session: session('born'), events: events('born', 1, 1), enqueue: [bad] }), 'store.invalid_argument');
+          expect(await store.getSession('born')).toBeUndefined();
+          expect((await store.listSessions()).map((r) => r.id)).toEqual(sessionsBefore);
+          expect(await dump('born')).toEqual({ session: undefined, events: [], lastSeq: 0, mailbox: [], executions: [], snapshot: undefined, approvals: [] });
+          expect((await store.getApproval('ap1'))?.sessionId).toBe('s1');
+          // Without the conflict, the same first commit creates the session from seq 1.
+          await store.commit('born', { session: session('born'), events: events('born', 1, 2), approvals: [approval('born', 'ap-born')] });
+          expect(await store.getSession('born')).toEqual(session('born'));
+          expect((await store.readEvents('born', 0)).map((e) => e.seq)).toEqual([1, 2]);
+        });
       });
 
       it('store:commit:write-ahead — events committed are readable at once (a step is durable before it is published)', async () => {
