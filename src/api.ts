@@ -82,6 +82,12 @@ export interface TurnOutcome {
    * consumer's injection kind). Absent when the turn ended.
    */
   held?: { resumeOn: string };
+  /**
+   * A turn that settled without an envelope: the part types its originators consume, when one
+   * consumes `llm-context` (`delivery.buffered(outcome)` then keeps the actor's own llm-context
+   * part, as an envelope would). Absent otherwise.
+   */
+  consumes?: string[];
 }
 
 export interface TurnRef {

@@ -14,10 +14,15 @@
  * non-numeric segment on an array, a forbidden segment such as __proto__) is a problem too.
  * What the processor accepts but a renderer cannot draw is checked here as well: each surface's
  * components must form a tree from `root`, without a loop of child references and at most
- * MAX_SURFACE_DEPTH deep (surfaces:a2ui:tree, surfaces:a2ui:depth).
+ * MAX_SURFACE_DEPTH deep (surfaces:a2ui:tree, surfaces:a2ui:depth). Before any of that, each
+ * message's JSON is measured without recursion: a data model (`updateDataModel.value`) nested
+ * deeper than MAX_SURFACE_DATA_DEPTH levels, or any other member of a message nested as deep, is
+ * refused at the container past the bound (surfaces:a2ui:data-depth), so no check (nor the
+ * processor, nor a renderer) recurses through it.
  *
  * Every problem is reported with a JSON Pointer into the part's data, e.g.
- * `/messages/1/updateComponents/components/2/component`. Pure; never throws.
+ * `/messages/1/updateComponents/components/2/component`. Pure; never throws (a value that cannot
+ * be checked at all, such as one that is not JSON data, is a problem at the list's path).
  */
 import {
   A2uiMessageListSchema,
@@ -30,6 +35,9 @@ import {
 } from '@a2ui/web_core/v0_9';
 import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
 import { A2UI_BASIC_CATALOG_ID } from '../registries/surface-templates.js';
+import { dataDepthProblem, MAX_SURFACE_DATA_DEPTH } from './a2ui-data-depth.js';
+
+export { MAX_SURFACE_DATA_DEPTH };
 
 export interface A2uiProblem {
   /** JSON Pointer into the part's data. */
@@ -93,6 +101,16 @@ function issueProblem(base: string, issue: ZodIssue, root: unknown): A2uiProblem
  * (`/messages` for a part's data).
  */
 export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
+  try {
+    return checkMessages(messages, base);
+  } catch (e) {
+    // Not reached by JSON data within the bounds; a template's own objects (a getter that throws,
+    // a Proxy) may still fail a check, and that is a problem with the list, not an exception.
+    return [{ path: base, message: `could not be checked as A2UI v0.9 messages (${e instanceof Error ? e.message : String(e)}): give plain JSON data` }];
+  }
+}
+
+function checkMessages(messages: unknown, base: string): A2uiProblem[] {
   const out: A2uiProblem[] = [];
   if (!Array.isArray(messages)) {
     out.push({ path: base, message: 'must be an array of A2UI v0.9 messages, each { version: "v0.9", <one of createSurface, updateComponents, updateDataModel, deleteSurface> }' });
@@ -102,6 +120,12 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     out.push({ path: base, message: 'is empty: give at least a createSurface, an updateComponents with a "root" component, and the data model' });
     return out;
   }
+  // Depth first, without recursion: every later check (the schemas, the clone, the processor) may recurse.
+  for (let i = 0; i < messages.length && out.length < MAX_PROBLEMS; i++) {
+    const problem = dataDepthProblem(messages[i], `${base}/${i}`, MESSAGE_KEYS);
+    if (problem !== undefined) out.push(problem);
+  }
+  if (out.length > 0) return out;
   const listOk = A2uiMessageListSchema.safeParse(messages).success;
   const created = new Map<string, number>();
   const deleted = new Map<string, number>();
@@ -202,7 +226,13 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
     // The renderer's own verdict: a fresh processor applies the list (on a copy: it keeps what it is given).
     // One message at a time, so the problem names the message the processor refused.
     const processor = new MessageProcessor([basicCatalog]);
-    const copy = structuredClone(messages) as unknown[];
+    let copy: unknown[];
+    try {
+      copy = structuredClone(messages) as unknown[];
+    } catch (e) {
+      out.push({ path: base, message: `is not plain JSON data (${e instanceof Error ? e.message : String(e)}): give only objects, arrays, strings, numbers, booleans and null` });
+      return out;
+    }
     for (let i = 0; i < copy.length; i++) {
       try {
         processor.processMessages([copy[i]] as never);

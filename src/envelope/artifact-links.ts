@@ -51,7 +51,7 @@ function invalidOption(message: string): never {
   throw new TurnstateError('artifact.links_invalid', `createArtifactLinks(): ${message}`);
 }
 
-/** The base URL without a trailing slash; refused unless http(s) without query or fragment. */
+/** The base URL without a trailing slash; refused unless http(s) without credentials, query or fragment (not even an empty `?` or `#`). */
 function checkBase(value: unknown): string {
   let u: URL | undefined;
   try {
@@ -59,7 +59,9 @@ function checkBase(value: unknown): string {
   } catch {
     u = undefined;
   }
-  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') {
+  // An empty `?` or `#` leaves search and hash '' yet still ends the path: the raw text must have neither.
+  const marks = typeof value === 'string' && /[?#]/.test(value);
+  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || marks || u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') {
     invalidOption(`baseUrl must be an http(s) URL without credentials, query or fragment, like "https://desk.example.com", got ${JSON.stringify(value)}`);
   }
   return u.href.replace(/\/+$/, '');

@@ -161,7 +161,8 @@ export function citationPath(part: Part): unknown {
   return part.data !== undefined && 'path' in part.data ? part.data.path : part.metadata.path;
 }
 
-function citationProblem(part: Part, data: Record<string, unknown> | undefined): string | undefined {
+/** Why a citation is left out (its pointer resolves to nothing in `data`, or it names none), or undefined when it is bound. */
+export function citationProblem(part: Part, data: Record<string, unknown> | undefined): string | undefined {
   const path = citationPath(part);
   if (typeof path !== 'string') {
     return `citation left out: it names no JSON Pointer into domain-data (set data.path, or metadata.path on a text citation, e.g. "/search_flights/flights/0")`;

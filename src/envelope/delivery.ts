@@ -14,12 +14,18 @@
  * - Buffered consumers get a turn once it settled, and what was decided, never an open question:
  *   a held outcome gives an empty view marked `held`, and a turn without an envelope whose
  *   approval-request has no known decision is refused (`delivery.held`).
+ * - A turn without an envelope is held to the envelope's own filters: the actor's llm-context
+ *   only when an originator consumes it (`consumes`), and no citation that points at nothing in
+ *   the domain-data the view carries.
+ * - `buffered` refuses what is not a settled turn (not an object, parts that are not an array of
+ *   parts with a `metadata.partType`, an envelope without one) with TurnstateError
+ *   `delivery.invalid`, saying what to pass; it never throws a TypeError.
  */
 import { TurnstateError } from '../errors.js';
 import { CHANNEL_KINDS } from '../registries/part-types.js';
 import type { ChannelKind, DeliveryRule, PartTypeRegistryApi } from '../registries/types.js';
 import { assertNever, type Envelope, type Part, type SessionEvent } from '../types.js';
-import { decidedKinds, isDecidedSurface, resolutionOf, withResolution, type ApprovalAnswer } from './assemble.js';
+import { citationProblem, decidedKinds, isDecidedSurface, mergeDomainData, resolutionOf, withResolution, type ApprovalAnswer } from './assemble.js';
 import { renderPartText } from './render.js';
 
 export type { ApprovalAnswer } from './assemble.js';
@@ -85,6 +91,14 @@ export interface SettledTurn {
    * approval-request parts (its `part.received` events carry the question as asked).
    */
   approvals?: readonly ApprovalAnswer[] | undefined;
+  /**
+   * The part types the turn's originators consume (their SendOptions `consumes`, a caller card's):
+   * a turn without an envelope delivers the actor's own llm-context part only when this lists
+   * `llm-context`, as the envelope keeps it only then. A TurnOutcome of such a turn carries it when
+   * an originator consumes llm-context; absent, none does. A turn with an envelope needs none (its envelope is
+   * already filtered).
+   */
+  consumes?: readonly string[] | undefined;
 }
 
 export interface Delivery {
@@ -109,7 +123,10 @@ export interface Delivery {
    * no envelope (the clarify or error part); otherwise (a consumer terminal state that emits no
    * envelope) all its parts by their buffered rule, each approval-request with its decision (its
    * own `data.resolution`, else the matching `approvals` answer) and without the template surface
-   * that asked it. Render it on a channel with renderForChannel.
+   * that asked it; the envelope's filters apply there too: the actor's llm-context only when
+   * `consumes` lists it, and no citation whose pointer resolves to nothing in the turn's
+   * domain-data parts (merged as the envelope merges them). Render it on a channel with renderForChannel.
+   * What is not a settled turn is refused with TurnstateError `delivery.invalid`.
    * A held outcome gives `{ parts: [], held }`. An approval-request of a turn without an envelope
    * whose decision is unknown is refused with TurnstateError `delivery.held`: the turn is held, or
    * its `approval.resolved` events were not passed as `approvals`.
@@ -244,6 +261,7 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
     },
 
     buffered(settled) {
+      checkSettled(settled);
       // Not settled: buffered consumers get the turn when it settles, with what was decided.
       if (settled.held !== undefined) return { parts: [], held: settled.held };
       let view: BufferedView;
@@ -254,7 +272,7 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
         // clarification. Any other turn without one (a consumer terminal state with emitsEnvelope:
         // false): every part by its buffered rule, so its response is not lost.
         const standsIn = settled.parts.some((p) => STANDS_IN.has(p.metadata.partType));
-        const parts = standsIn ? settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true) : decided(settled.parts, settled.approvals);
+        const parts = standsIn ? settled.parts.filter((p) => of(p.metadata.partType)?.inEnvelope !== true) : envelopeFilters(decided(settled.parts, settled.approvals), settled.consumes);
         view = { parts: applyAll(parts, 'buffered') };
         candidates = parts.filter((p) => keptBy(p, true));
       } else {
@@ -276,6 +294,55 @@ export function createDelivery(partTypes: PartTypeRegistryApi): Delivery {
     for (const ch of CHANNEL_KINDS) if (d.channels[ch] !== 'drop') return true;
     return false;
   }
+}
+
+/**
+ * The envelope's own filters (assemble.ts), for a turn that settled without one: the actor's
+ * llm-context only when an originator consumes it, and a citation only when its pointer resolves
+ * in the domain-data the view carries (the turn's domain-data parts, merged as the envelope
+ * merges them: a turn without an envelope delivers no tool records).
+ */
+function envelopeFilters(parts: Part[], consumes: readonly string[] | undefined): Part[] {
+  const keepContext = consumes?.includes('llm-context') === true;
+  const hasCitation = parts.some((p) => p.metadata.partType === 'citation');
+  if (keepContext && !hasCitation) return parts;
+  let data: Record<string, unknown> | undefined;
+  if (hasCitation) {
+    const own = parts.flatMap((part, index) => (part.metadata.partType === 'domain-data' ? [{ part, index }] : []));
+    if (own.length > 0) data = mergeDomainData([], own).data;
+  }
+  return parts.filter((p) => {
+    const type = p.metadata.partType;
+    if (type === 'llm-context') return keepContext;
+    return type !== 'citation' || citationProblem(p, data) === undefined;
+  });
+}
+
+const HOW = "pass a settled TurnOutcome as it is (send()'s settled), or { envelope, parts, approvals } from the turn's events at turn.settled";
+
+/** Refuses what is not a settled turn, naming what is wrong, before anything reads it. */
+function checkSettled(settled: unknown): asserts settled is SettledTurn {
+  const invalid = (problem: string): never => {
+    throw new TurnstateError('delivery.invalid', `delivery.buffered(): ${problem}; ${HOW}`);
+  };
+  if (settled === null || typeof settled !== 'object' || Array.isArray(settled)) invalid(`got ${settled === null ? 'null' : Array.isArray(settled) ? 'an array' : typeof settled}, not a settled turn`);
+  const s = settled as Record<string, unknown>;
+  if (s.held !== undefined) return;
+  const checkParts = (parts: unknown, where: string): void => {
+    if (!Array.isArray(parts)) invalid(`${where} is ${parts === undefined ? 'missing' : 'not an array'}`);
+    (parts as unknown[]).forEach((p, i) => {
+      const meta = p !== null && typeof p === 'object' ? (p as { metadata?: unknown }).metadata : undefined;
+      const pt = meta !== null && typeof meta === 'object' ? (meta as { partType?: unknown }).partType : undefined;
+      if (typeof pt !== 'string') invalid(`${where}[${i}] has no metadata.partType`);
+    });
+  };
+  checkParts(s.parts, 'parts');
+  if (s.envelope !== undefined) {
+    if (s.envelope === null || typeof s.envelope !== 'object') invalid('envelope is not an envelope');
+    checkParts((s.envelope as { parts?: unknown }).parts, 'envelope.parts');
+  }
+  if (s.approvals !== undefined && !Array.isArray(s.approvals)) invalid('approvals is not an array of approval.resolved events');
+  if (s.consumes !== undefined && (!Array.isArray(s.consumes) || s.consumes.some((t) => typeof t !== 'string'))) invalid('consumes is not an array of part type names');
 }
 
 /**

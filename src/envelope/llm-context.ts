@@ -37,7 +37,7 @@ export interface LlmContextResult {
 
 /** Text parts not worth translating: bookkeeping and the translation itself. */
 const SKIPPED_PART_TYPES: ReadonlySet<string> = new Set(['ack', 'thinking', 'progress', 'llm-context', 'reasoning-trace']);
-/** Serialised data beyond this many characters is cut (the peer has the data itself). */
+/** Serialised data beyond this many characters (UTF-16 code units) is cut, never inside a surrogate pair (the peer has the data itself). */
 const MAX_DATA_CHARS = 24_000;
 
 const TOOL: ModelTool = Object.freeze({
@@ -134,7 +134,11 @@ export function describeTurn(actor: string, parts: readonly Part[], data: readon
     } catch {
       json = '(not serialisable)';
     }
-    if (json.length > MAX_DATA_CHARS) json = `${json.slice(0, MAX_DATA_CHARS)}\n… (cut: ${json.length - MAX_DATA_CHARS} more characters)`;
+    if (json.length > MAX_DATA_CHARS) {
+      // Never cut a surrogate pair in two: a lone surrogate has no UTF-8 form, and model APIs refuse the body.
+      const end = (json.charCodeAt(MAX_DATA_CHARS - 1) & 0xfc00) === 0xd800 ? MAX_DATA_CHARS - 1 : MAX_DATA_CHARS;
+      json = `${json.slice(0, end)}\n… (cut: ${json.length - end} more characters)`;
+    }
     lines.push(json);
   }
   return lines.join('\n');

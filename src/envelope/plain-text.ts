@@ -6,15 +6,18 @@
  * Contract: total (never throws: text marked cannot parse is returned as it is) and deterministic.
  * - Headings and paragraphs are their text, one blank line between blocks; emphasis, strikethrough
  *   and code markers are removed, backslash escapes resolved.
- * - A link is `text (url)`; a bare or autolinked URL (link text equal to the URL) stays the URL; an
- *   image is `alt (url)`.
+ * - A link is `text (url)`; a bare or autolinked URL (link text equal to the URL, also a GFM `www.`
+ *   link, whose URL gains `http://`) stays the URL as written; an image is `alt (url)`, its alt as
+ *   plain text. Character references in a URL are resolved (`&amp;` is `&`).
+ * - A link reference definition (`[label]: url`) that a link uses is that link's URL; one no link
+ *   uses stays as `label: url` on its own line, so a line of the body is never lost.
  * - List items keep their bullet (`* `, or `n. ` in an ordered list) and nested items are indented
  *   by two spaces; a task item keeps `[ ]` / `[x]`.
  * - Code blocks keep their content (without the fences or the language); a quote is its text; a
  *   table is one line per row, cells separated by ` | `; raw HTML is kept as written.
  * - Nothing is shortened or split (a channel's length limits are its sender's).
  */
-import { Marked, type Tokens } from 'marked';
+import { Marked, type Token, type Tokens, type TokensList } from 'marked';
 
 const plain = new Marked({
   gfm: true,
@@ -62,14 +65,27 @@ const plain = new Marked({
     br: () => '\n',
     link({ href, tokens }) {
       const text = this.parser.parseInline(tokens);
-      return text === '' || text === href || `mailto:${text}` === href ? text || href : `${text} (${href})`;
+      const url = decodeEntities(href);
+      return text === '' || text === url || `mailto:${text}` === url || (text.startsWith('www.') && `http://${text}` === url) ? text || url : `${text} (${url})`;
     },
-    image: ({ href, text }) => (text === '' ? href : `${text} (${href})`),
+    image({ href, text, tokens }) {
+      const alt = tokens === undefined ? decodeEntities(text) : this.parser.parseInline(tokens);
+      const url = decodeEntities(href);
+      return alt === '' ? url : `${alt} (${url})`;
+    },
+    def(token) {
+      // A run of definitions no link uses, as `markdownToPlainText` marked it: one line each.
+      const lines = unusedLines.get(token);
+      return lines === undefined || lines.length === 0 ? '' : `${lines.join('\n')}\n\n`;
+    },
     text(token) {
       return 'tokens' in token && token.tokens !== undefined ? this.parser.parseInline(token.tokens) : decodeEntities(token.text);
     },
   },
 });
+
+/** The lines of a run of definitions no link uses, on the run's first (set by `markdownToPlainText` before it renders). */
+const unusedLines = new WeakMap<Tokens.Def, string[]>();
 
 const ENTITIES: Readonly<Record<string, string>> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' };
 
@@ -88,8 +104,47 @@ function decodeEntities(text: string): string {
 export function markdownToPlainText(markdown: string): string {
   if (markdown === '') return '';
   try {
-    return (plain.parse(markdown) as string).trim();
+    const tokens = plain.lexer(markdown);
+    markUnusedDefinitions(tokens);
+    return plain.parser(tokens).trim();
   } catch {
     return markdown;
   }
+}
+
+/**
+ * The link reference definitions (`[label]: url`) no link uses: marked keeps each as a `def`
+ * token that renders as nothing. A run of them (in the document, a quote or a list item) keeps
+ * its lines, `label: url` each, on its first token; a definition a link uses is that link's URL.
+ */
+function markUnusedDefinitions(tokens: TokensList): void {
+  // A reference link (`[text][label]`, `[label][]`, `[label]`) ends in `]`; an inline one in `)`.
+  const used = new Set<string>();
+  plain.walkTokens(tokens, (t) => {
+    if ((t.type === 'link' || t.type === 'image') && t.raw.endsWith(']')) used.add(t.href);
+  });
+  const blocks: Token[][] = [tokens];
+  while (blocks.length > 0) {
+    const list = blocks.pop()!;
+    let run: string[] | undefined;
+    for (const t of list) {
+      if (t.type === 'list') for (const item of (t as Tokens.List).items) blocks.push(item.tokens);
+      else if (t.type === 'blockquote') blocks.push((t as Tokens.Blockquote).tokens);
+      if (t.type !== 'def') {
+        if (t.type !== 'space' || /\n\s*\n/.test(t.raw)) run = undefined;
+        continue;
+      }
+      const def = t as Tokens.Def;
+      if (used.has(def.href)) continue;
+      const line = `${definitionLabel(def)}: ${decodeEntities(def.href)}`;
+      if (run === undefined) unusedLines.set(def, (run = [line]));
+      else run.push(line);
+    }
+  }
+}
+
+/** The label of a definition as written (marked keeps it lower-cased), or its tag. */
+function definitionLabel(def: Tokens.Def): string {
+  const m = /^ {0,3}\[((?:\\.|[^\\\]])+)\]:/.exec(def.raw);
+  return m === null ? def.tag : decodeEntities(m[1]!).replace(/\\([!-/:-@[-`{-~])/g, '$1');
 }

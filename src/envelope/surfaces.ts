@@ -61,13 +61,19 @@ export function buildSurfaces(
       callId: s.callId,
     };
     let messages: unknown;
+    let problems: A2uiProblem[];
     try {
       messages = template.build(s.data, ctx);
     } catch (err) {
       errors.push(new SurfaceTemplateError(s.kind, [{ path: '', message: `build threw: ${err instanceof Error ? err.message : String(err)}` }], err));
       continue;
     }
-    const problems = checkA2uiMessages(messages);
+    try {
+      // checkA2uiMessages never throws; kept inside a try so that no template output can break the contract.
+      problems = checkA2uiMessages(messages);
+    } catch (err) {
+      problems = [{ path: '', message: `could not be checked: ${err instanceof Error ? err.message : String(err)}` }];
+    }
     if (problems.length > 0) {
       errors.push(new SurfaceTemplateError(s.kind, problems));
       continue;

@@ -98,6 +98,8 @@ export async function settlement(core: HostCore, t: ActiveTurn, fx: SettleEffect
   const parts = envelope === undefined && approvals.length > 0 ? t.parts.map((p) => withResolution(p, recordAnswer(p, approvals))) : t.parts;
   const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: state, parts, usage: t.usage };
   if (envelope) outcome.envelope = envelope;
+  // Without an envelope, buffered delivery applies the envelope's llm-context rule itself and needs to know who consumes it.
+  else if (consumesPart(t.opts, 'llm-context')) outcome.consumes = [...new Set([...(t.opts.consumes ?? []), 'llm-context'])];
   Object.assign(outcome, compatFields);
   if (stop) outcome.stop = stop;
   if (error) outcome.error = error;

@@ -143,3 +143,90 @@ describe('delivery: a turn without an envelope on buffered channels', () => {
     expect(delivery.buffered({ parts: [text('thinking', 'hm'), text('response', 'Handed over.'), data, text('progress', '50%')] }).parts).toEqual([text('response', 'Handed over.'), data]);
   });
 });
+
+describe('delivery: what is not a settled turn, or not its view (review findings)', () => {
+  const SPEC = '"anything that is neither an envelope nor a buffered view (a turn\'s missing envelope, a part without metadata.partType, an unknown channel) is refused with TurnstateError delivery.invalid, saying to pass delivery.buffered(...)"';
+  const refusal = (f: () => unknown): TurnstateError => {
+    try {
+      f();
+    } catch (e) {
+      return e as TurnstateError;
+    }
+    throw new Error('not refused');
+  };
+
+  it(`delivery:channels:invalid-input — ${SPEC}: a TurnOutcome passed as is (an error turn that streamed a partial response) is refused, not rendered with the parts its buffered view leaves out; so is a turn's events object`, async () => {
+    const partial = text('response', 'Booking BA2043 now…');
+    const failed = text('error', 'Sorry, something went wrong.');
+    const { outcome, delivery } = await settleOnce([partial, failed], 'error');
+    expect(outcome.envelope).toBeUndefined();
+    for (const ch of ['sms', 'email', 'whatsapp'] as const) expect(renderForChannel(delivery, ch, delivery.buffered(outcome)).text, ch).toBe(failed.text);
+    for (const bad of [outcome, { parts: outcome.parts, approvals: [] }]) {
+      const err = refusal(() => renderForChannel(delivery, 'sms', bad as unknown as Envelope));
+      expect(err).toBeInstanceOf(TurnstateError);
+      expect(err.code).toBe('delivery.invalid');
+      expect(err.message).toContain('delivery.buffered(');
+    }
+  });
+
+  it('delivery:buffered:invalid-input — delivery.buffered() refuses what is not a settled turn (undefined, a part without metadata, an envelope without parts) with TurnstateError delivery.invalid saying what to pass, never a TypeError', () => {
+    const delivery = createDelivery(createRuntime({ model: createScriptedModel({ rules: [] }) }).registries.partTypes);
+    const env: Envelope = { role: 'agent', parts: [], meta: { sessionId: 's', turnId: 't', producedAt: '2026-01-01T00:00:00.000Z', finalizedBy: 'complete' } };
+    const bad: [string, unknown, RegExp][] = [
+      ['undefined (a missing outcome)', undefined, /got undefined/],
+      ['null', null, /got null/],
+      ['a string', 'hi', /got string/],
+      ['no parts', {}, /parts is missing/],
+      ['parts not an array', { parts: 'x' }, /parts is not an array/],
+      ['a part without metadata', { parts: [{ text: 'hi' }] }, /parts\[0\] has no metadata\.partType/],
+      ['{ envelope } without parts', { envelope: env }, /parts is missing/],
+      ['an envelope without parts', { envelope: { role: 'agent' }, parts: [] }, /envelope\.parts is missing/],
+      ['an envelope part without metadata', { envelope: { ...env, parts: [null] }, parts: [] }, /envelope\.parts\[0\] has no metadata\.partType/],
+      ['approvals not an array', { parts: [], approvals: 'yes' }, /approvals is not an array/],
+    ];
+    for (const [what, input, why] of bad) {
+      const err = refusal(() => delivery.buffered(input as never));
+      expect(err, what).toBeInstanceOf(TurnstateError);
+      expect(err.code, what).toBe('delivery.invalid');
+      expect(err.message, what).toMatch(why);
+      expect(err.message, what).toContain("pass a settled TurnOutcome as it is (send()'s settled), or { envelope, parts, approvals }");
+    }
+    // A held outcome is still what it was: an empty view marked held.
+    expect(delivery.buffered({ parts: [], held: { resumeOn: 'approval-response' } })).toEqual({ parts: [], held: { resumeOn: 'approval-response' } });
+  });
+});
+
+describe('delivery: a turn without an envelope gets the envelope\'s filters (review findings)', () => {
+  const HANDED = (rt: ReturnType<typeof createRuntime>) =>
+    rt.registries.turnStates.register({ id: 'handed-to-human', meta: { description: 'Handed to a human agent.', isTerminal: true, emitsEnvelope: false, holdsActor: false } });
+  const reply = text('response', 'Done. Two flights found; a colleague takes it from here.');
+  const context = text('llm-context', 'INTERNAL analysis for a peer LLM: cheapest is EJ4521.');
+  const flights: Part = { data: { flights: [{ id: 'EJ4521' }] }, metadata: { partType: 'domain-data' } };
+  const bound: Part = { data: { path: '/flights/0', title: 'easyJet fares', url: 'https://fares.example/EJ4521' }, metadata: { partType: 'citation' } };
+  const unbound: Part = { data: { path: '/nowhere', title: 'x', url: 'https://x.example' }, metadata: { partType: 'citation' } };
+  const turn = [reply, context, flights, bound, unbound];
+
+  it('envelope:llm-context:unconsumed · envelope:citation:unbound-dropped — "an llm-context part the actor wrote itself is left out of the envelope (and so of every buffered consumer) when no originator of the turn consumes llm-context", and "one that resolves to nothing is left out": a consumer terminal state without an envelope gives buffered consumers what the envelope would', async () => {
+    const { outcome, delivery } = await settleOnce(turn, 'handed-to-human', HANDED);
+    expect(outcome.envelope).toBeUndefined();
+    const view = delivery.buffered(outcome);
+    expect(view.parts).toEqual([reply, flights, bound]);
+    expect(renderForChannel(delivery, 'webhook', view).parts).toEqual([reply, flights, bound]);
+    expect(renderForChannel(delivery, 'email', view).text).toBe(`${reply.text}\n\nSource: easyJet fares (https://fares.example/EJ4521)`);
+    // The same turn settling `complete` keeps the same parts in its envelope (the domain-data merged).
+    const complete = await settleOnce(turn);
+    expect(complete.outcome.envelope!.parts.map((p) => p.metadata.partType)).toEqual(view.parts.map((p) => p.metadata.partType));
+    // An originator that consumes llm-context gets it, as the envelope would carry it.
+    expect(delivery.buffered({ ...outcome, consumes: ['llm-context'] }).parts).toEqual([reply, context, flights, bound]);
+  });
+
+  it('envelope:llm-context:consumed — "left out … when no originator of the turn consumes llm-context", so kept when one does: the outcome of a turn without an envelope says who consumes it, and delivery.buffered(outcome) keeps the actor\'s llm-context', async () => {
+    const { outcome, delivery } = await settleOnce(turn, 'handed-to-human', HANDED, { consumes: ['llm-context'] });
+    expect(outcome.envelope).toBeUndefined();
+    expect(outcome.consumes).toEqual(['llm-context']);
+    expect(delivery.buffered(outcome).parts).toEqual([reply, context, flights, bound]);
+    // Nobody consumes it: the outcome says nothing, and the part stays out.
+    const plain = await settleOnce(turn, 'handed-to-human', HANDED);
+    expect(plain.outcome.consumes).toBeUndefined();
+  });
+});

@@ -8,7 +8,9 @@ import { markdownToPlainText } from '../../src/envelope/plain-text.js';
 import { renderPartText } from '../../src/envelope/render.js';
 import { CHANNEL_KINDS } from '../../src/registries/part-types.js';
 import type { PartTypeMeta } from '../../src/registries/types.js';
-import type { Part } from '../../src/types.js';
+import { createRegistries } from '../../src/create-registries.js';
+import { createDelivery } from '../../src/envelope/delivery.js';
+import type { Envelope, Part } from '../../src/types.js';
 import { AUDIO, settleOnce } from './turn.fixture.js';
 
 const text = (partType: string, t: string, meta: Record<string, unknown> = {}): Part => ({ text: t, metadata: { partType, ...meta } });
@@ -150,5 +152,81 @@ describe('delivery: a text citation on a channel', () => {
     expect(outcome.envelope!.meta.warnings).toBeUndefined();
     const email = renderForChannel(delivery, 'email', delivery.buffered(outcome));
     expect(email.text.split('\n\n')).toEqual(['EJ4521 is cheapest.', 'Source: easyJet fare page', 'Source: easyJet fare page (https://fares.example/EJ4521)']);
+  });
+});
+
+describe('delivery: nothing of a text part is lost on a human channel (review findings)', () => {
+  const meta = { sessionId: 's', turnId: 't', producedAt: '2026-01-01T00:00:00.000Z', finalizedBy: 'complete' };
+  const envelopeOf = (...parts: Part[]): Envelope => ({ role: 'agent', parts, meta });
+  const HUMAN = ['sms', 'email', 'whatsapp'] as const;
+
+  it('delivery:channels:plain-text — "nothing is shortened or split": a link reference definition no link uses stays as `label: url` (a ticket link, a phone number), one a link uses is that link\'s URL', () => {
+    const delivery = createDelivery(createRegistries().partTypes);
+    const cases: [string, string][] = [
+      ['Your ticket:\n\n[ticket]: https://desk.example/t/42', 'Your ticket:\n\nticket: https://desk.example/t/42'],
+      ['[ticket]: https://desk.example/t/42', 'ticket: https://desk.example/t/42'],
+      ['Call us\n\n[Support]: +44-20-7946-0000', 'Call us\n\nSupport: +44-20-7946-0000'],
+      ['Sources:\n\n[BA]: https://ba.com/fares\n[EZ]: https://easyjet.com\n\nSafe travels.', 'Sources:\n\nBA: https://ba.com/fares\nEZ: https://easyjet.com\n\nSafe travels.'],
+      ['> [desk]: https://desk.example?a=1&amp;b=2', 'desk: https://desk.example?a=1&b=2'],
+      ['See [BA].\n\n[BA]: https://ba.com "British Airways"\n[EZ]: https://easyjet.com', 'See BA (https://ba.com).\n\nEZ: https://easyjet.com'],
+    ];
+    for (const [md, plain] of cases) {
+      expect(markdownToPlainText(md), md).toBe(plain);
+      const env = envelopeOf(text('response', md));
+      for (const ch of HUMAN) expect(renderForChannel(delivery, ch, delivery.buffered({ envelope: env, parts: env.parts })).text, `${ch}: ${md}`).toBe(plain);
+    }
+  });
+
+  it('delivery:channels:plain-text — "a bare or autolinked URL (link text equal to the URL) stays the URL"; "a link `text (url)`": character references in a URL are resolved, a GFM www. link and an autolink with an entity show once, an image\'s alt is plain text', () => {
+    const delivery = createDelivery(createRegistries().partTypes);
+    const cases: [string, string][] = [
+      ['Check in at www.britishairways.com/checkin before 6pm.', 'Check in at www.britishairways.com/checkin before 6pm.'],
+      ['Pay here: <https://pay.example/checkout?ref=ABC&amp;amount=564>', 'Pay here: https://pay.example/checkout?ref=ABC&amount=564'],
+      ['Pay [here](https://pay.example/checkout?ref=ABC&amp;amount=564).', 'Pay here (https://pay.example/checkout?ref=ABC&amount=564).'],
+      ['![Seat map &amp; exits](https://x.example/seat.png)', 'Seat map & exits (https://x.example/seat.png)'],
+      ['![a *b* `c`](https://x.example/p.png?w=1&amp;h=2)', 'a b c (https://x.example/p.png?w=1&h=2)'],
+      // A link whose text merely lacks a scheme is still text (url); only a www. autolink is its own URL.
+      ['[example](http://example)', 'example (http://example)'],
+    ];
+    for (const [md, plain] of cases) {
+      expect(markdownToPlainText(md), md).toBe(plain);
+      expect(renderForChannel(delivery, 'sms', envelopeOf(text('response', md))).text, md).toBe(plain);
+    }
+  });
+
+  it('delivery:channels:own-rule — "every part of the view lands in exactly one of text, attachments, parts or dropped": a text part whose plain text is empty (a rule, an empty code block, blank text) is dropped, with a reason', () => {
+    const delivery = createDelivery(createRegistries().partTypes);
+    for (const blank of ['---', '```\n```', '   ']) {
+      const env = envelopeOf(text('response', 'Booked.'), text('response', blank));
+      for (const ch of HUMAN) {
+        const m = renderForChannel(delivery, ch, env);
+        expect(m.text, `${ch}: ${JSON.stringify(blank)}`).toBe('Booked.');
+        expect(m.dropped, ch).toEqual(['response']);
+        expect(m.droppedReasons, ch).toEqual([{ index: 0, reason: 'its rendering as text is empty in plain text' }]);
+        expect(placed(m), ch).toBe(env.parts.length);
+      }
+    }
+    // A part dropped by its rule has no reason: the rule is the reason.
+    expect(renderForChannel(delivery, 'sms', envelopeOf(text('response', 'Hi.'), data('domain-data', { a: 1 }))).droppedReasons).toBeUndefined();
+  });
+
+  it('delivery:channels:email — "email … attaches domain-data and artifacts": an attachment\'s mimeType is the part\'s own (an artifact, base64 media), never a domain-data member named mimeType', () => {
+    const r = createRegistries();
+    r.partTypes.register(AUDIO);
+    r.partTypes.register(VOICE_NOTE);
+    const delivery = createDelivery(r.partTypes);
+    const env = envelopeOf(
+      text('response', 'Here is the page.'),
+      data('domain-data', { mimeType: 'text/html', html: '<script>alert(1)</script>' }),
+      data('artifact', { artifactId: 'art_1', mimeType: 'application/pdf', sizeBytes: 10, name: 'itinerary.pdf' }),
+      data('voice-note', { mimeType: 'audio/ogg', base64: 'T2dnUw==' }),
+    );
+    const email = renderForChannel(delivery, 'email', env);
+    expect(email.attachments.map((a) => [a.partType, a.serialisation, a.mimeType])).toEqual([
+      ['domain-data', 'json', undefined],
+      ['artifact', 'json', 'application/pdf'],
+      ['voice-note', 'base64', 'audio/ogg'],
+    ]);
+    expect(renderForChannel(delivery, 'email', envelopeOf(data('domain-data', { mimeType: 42 }))).attachments[0]!.mimeType).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { ModelError } from '../../src/errors.js';
 import type { ModelEvent, ModelPort } from '../../src/machines/ports.js';
+import { describeTurn } from '../../src/envelope/llm-context.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { Part } from '../../src/types.js';
@@ -89,5 +90,20 @@ describe('llm-context: only for data, and bounded', () => {
     expect(seen).toContain('turn.started');
     expect(seen).not.toContain('envelope.settled');
     expect(seen).not.toContain('turn.settled');
+  });
+});
+
+describe('llm-context: the translation request', () => {
+  it('envelope:llm-context:data-cut — "never inside a surrogate pair": domain data past 24,000 characters is cut before an emoji that straddles the cut, so the request is well-formed text (a lone surrogate has no UTF-8 form and the model API refuses the body)', () => {
+    const prefix = JSON.stringify({ note: '' }, null, 1).indexOf('""') + 1;
+    const note = `${'a'.repeat(24_000 - prefix - 1)}🛫 Gatwick`;
+    const text = describeTurn('sally', [response('Found flights.')], [{ note }]);
+    expect([...text].filter((ch) => (ch.charCodeAt(0) & 0xf800) === 0xd800 && ch.length === 1)).toEqual([]); // no lone surrogate
+    expect(Buffer.from(text, 'utf8').toString('utf8')).toBe(text);
+    const json = JSON.stringify({ note }, null, 1);
+    expect(text).toContain(`${json.slice(0, 23_999)}\n… (cut: ${json.length - 23_999} more characters)`);
+    // Nothing straddles: the cut stays at 24,000.
+    const plain = describeTurn('sally', [], [{ note: 'b'.repeat(30_000) }]);
+    expect(plain).toContain(`\n… (cut: ${JSON.stringify({ note: 'b'.repeat(30_000) }, null, 1).length - 24_000} more characters)`);
   });
 });

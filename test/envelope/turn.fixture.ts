@@ -7,7 +7,7 @@
 import type { ModelScript } from '../../src/models/script.js';
 import { createRegistries } from '../../src/create-registries.js';
 import type { PartTypeMeta, Registries, ToolContext } from '../../src/registries/types.js';
-import type { Runtime } from '../../src/api.js';
+import type { Runtime, SendOptions } from '../../src/api.js';
 import { createDelivery } from '../../src/envelope/delivery.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
@@ -146,12 +146,12 @@ export const TURN_SCRIPT: ModelScript = {
 };
 
 /** One settled turn of a fresh runtime whose model answers with respond(parts, turnState); `register` runs first. */
-export async function settleOnce(parts: Part[], turnState = 'complete', register: (rt: ReturnType<typeof createRuntime>) => void = () => {}) {
+export async function settleOnce(parts: Part[], turnState = 'complete', register: (rt: ReturnType<typeof createRuntime>) => void = () => {}, send?: SendOptions) {
   const rt = createRuntime({ model: createScriptedModel({ rules: [{ respond: { blocks: [respond(parts, turnState)] } }] }) });
   register(rt);
   rt.registries.actors.register({ name: 'a', system: 'x' });
   const s = await rt.createSession({ actor: 'a' });
-  const outcome = await (await s.send('hello')).settled;
+  const outcome = await (await s.send('hello', send)).settled;
   const delivery = createDelivery(rt.registries.partTypes);
   await rt.close();
   return { outcome, delivery };
