@@ -110,7 +110,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     router,
     parser: createRespondParser(registries, { partChecks: { 'a2ui-surface': surfacePartCheck, artifact: artifactPartCheck(artifacts) } }),
     artifacts,
-    catalog: createToolCatalog(registries),
+    catalog: createToolCatalog(registries, limits.maxHandoffsPerTurn > 0),
     machine: getMachine,
     initialSnapshot,
     limits,

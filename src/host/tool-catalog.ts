@@ -50,7 +50,8 @@ export function assertClientToolNames(tools: readonly ClientTool[], actor: strin
   throw new TurnstateError('message.invalid_client_tool', `client tool "${problem.name}" ${why}; tool names must be unique`);
 }
 
-export function createToolCatalog(registries: Registries): ToolCatalog {
+/** `handoffsAllowed`: false when the runtime allows no hand-off in a turn (`maxHandoffsPerTurn: 0`): an actor's prompt then says it has no targets. */
+export function createToolCatalog(registries: Registries, handoffsAllowed = true): ToolCatalog {
   const cache = new Map<string, { stamp: string; value: ActorTools }>();
   const stampOf = () =>
     `${registries.tools.list().length}:${registries.partTypes.ids().length}:${registries.turnStates.ids().length}:${registries.actors.ids().length}`;
@@ -63,7 +64,7 @@ export function createToolCatalog(registries: Registries): ToolCatalog {
     const own: ModelTool[] = resolved.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema }));
     const compat = compatOptions(actor) !== undefined;
     const modelTools = compat ? [...own, ...compatTools()] : [...own, buildRespondTool(registries)];
-    const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries, actor.handoffs === undefined ? {} : { handoffs: handoffTargets(registries, actor.name, actor.handoffs) });
+    const snippet = compat ? COMPAT_PROMPT_SNIPPET : respondPromptSnippet(registries, actor.handoffs === undefined ? {} : { handoffs: handoffsAllowed ? handoffTargets(registries, actor.name, actor.handoffs) : [] });
     const system = actor.system ? `${actor.system}\n\n${snippet}` : snippet;
     return { system, modelTools, byName, client: NONE, disabled };
   };

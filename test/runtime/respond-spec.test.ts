@@ -57,6 +57,18 @@ describe('respond() in a session (spec 000)', () => {
     await rt.close();
   });
 
+  it('respond:prompt:handoffs — with maxHandoffsPerTurn: 0 no turn may hand off, so an actor that declares targets is told it has none (a hand-off would fail the turn on its budget)', async () => {
+    const { rt, model } = harness({ rules: [{ respond: answer(respond([part('response', 'ok')], 'complete')) }] }, { limits: { maxHandoffsPerTurn: 0 } });
+    rt.registries.actors.register({ name: 'a', system: 'You plan trips.', handoffs: ['drafter'] });
+    rt.registries.actors.register({ name: 'drafter', system: 'You draft.' });
+    const s = await rt.createSession({ actor: 'a' });
+    await (await s.send('hi')).settled;
+    const system = model.requests.at(-1)!.system ?? '';
+    expect(system).not.toContain('set to one of');
+    expect(system).toMatch(/You have no handoff targets: never use `turnState: "passed"` or `passTo`\.$/);
+    await rt.close();
+  });
+
   it('respond:passTo:registered-target — "names the actor to which this turn is handed off": passTo naming a declared but unregistered actor is refused naming it, so the model can recover', async () => {
     const { rt, model } = harness({
       rules: [
