@@ -5,8 +5,11 @@
  * allocation even in a worker with `resourceLimits`; a child's abort cannot take the server with it.
  *
  * Contract: `evaluate` never rejects. An evaluation over its time limit has its process killed
- * and settles `{ budget }`; a process that runs out of heap (or dies) settles `{ budget }` too;
- * other queued evaluations continue on a fresh process. Children are unref'd: an idle pool never
+ * and settles `{ budget }`; a process that runs out of heap (or dies) while it evaluates settles
+ * `{ budget }` too; other queued evaluations continue on a fresh process. A child acknowledges each
+ * evaluation when it receives it: one sent to a child that was already gone (killed while idle, its
+ * death not yet seen) never ran, and is sent again, once, to a process started after the loss. A
+ * child lost while idle or evaluating is replaced at once. Children are unref'd: an idle pool never
  * keeps the server alive, and a child exits when the server goes away. The clock starts when the
  * evaluation reaches a child that has finished loading, so a cold start does not count against a policy;
  * a child that has not loaded within `startupLimitMs` is killed as one that failed to start. A slot
@@ -14,10 +17,14 @@
  * settles `{ budget }` and the next evaluation tries to start the pool again.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { setPriority } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { closeSync, openSync, readSync, unlinkSync } from 'node:fs';
+import { setPriority, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CelShapeLimits } from './cel-environment.js';
-import type { CelReply, CelRequest } from './cel-worker.js';
+import { RECEIPT_BYTES, RECEIPT_FD_ARG } from './cel-protocol.js';
+import type { CelMessage, CelRequest } from './cel-worker.js';
 
 export type SandboxOutcome = { value: boolean | string } | { error: string } | { budget: string };
 
@@ -31,16 +38,39 @@ export interface SandboxJob {
 
 interface Pending extends SandboxJob {
   settle(outcome: SandboxOutcome): void;
+  /**
+   * Set when it was sent to a child that was lost before acknowledging it: it may run only on a
+   * process started after that (a spawn number above this one), and is not sent again after that.
+   */
+  resentAfter?: number;
+}
+
+interface Running extends Pending {
+  id: number;
+  timer: NodeJS.Timeout;
+  /** The child said it received the request: from here a loss of the child is this evaluation's. */
+  received: boolean;
 }
 
 interface Slot {
   worker: ChildProcess | undefined;
+  /** Its child is loaded and not known to be gone: evaluations go to it. */
   ready: boolean;
+  /** Its child said it was loaded (it may since have gone). */
+  loaded: boolean;
+  /** An evaluation was sent to its child. */
+  used: boolean;
+  /** Its children lost in a row before any evaluation was sent to them. */
+  idleLosses: number;
   /** Kills a child that has not loaded in time; cleared when it says it is ready. */
   startTimer: NodeJS.Timeout | undefined;
   /** Its last child failed to start: not respawned while another slot can serve. */
   failedStart: boolean;
-  job: (Pending & { id: number; timer: NodeJS.Timeout }) | undefined;
+  /** Which spawn of the pool its child is (increasing). */
+  spawn: number;
+  /** The child's receipt file (unlinked; its descriptor here), or undefined when it acknowledges by message. */
+  receipt: number | undefined;
+  job: Running | undefined;
 }
 
 /** The worker's module: the built .js, or a bootstrap that loads the .ts through tsx when this module runs from source. */
@@ -50,6 +80,9 @@ function workerEntry(): URL {
 
 /** Scheduling priority of evaluator processes (POSIX nice: 19 is the lowest). */
 const EVALUATOR_NICE = 15;
+
+/** Children of a slot lost in a row while never sent an evaluation, after which it is restarted only on demand. */
+const MAX_IDLE_LOSSES = 5;
 
 /** How long a child may take to load before it counts as one that failed to start. */
 const EVALUATOR_STARTUP_LIMIT_MS = 30_000;
@@ -69,6 +102,8 @@ export class CelSandbox {
   readonly #startupLimitMs: number;
   readonly #entry: string;
   #nextId = 0;
+  #spawns = 0;
+  readonly #killed = new WeakSet<ChildProcess>();
 
   constructor(opts: CelSandboxOptions) {
     this.#heapMb = opts.heapMb;
@@ -77,8 +112,13 @@ export class CelSandbox {
     this.#slots = Array.from({ length: Math.max(1, opts.workers) }, () => ({
       worker: undefined,
       ready: false,
+      loaded: false,
+      used: false,
+      idleLosses: 0,
       startTimer: undefined,
       failedStart: false,
+      spawn: 0,
+      receipt: undefined,
       job: undefined,
     }));
   }
@@ -122,6 +162,7 @@ export class CelSandbox {
         this.#finish(slot, { budget: 'the policy evaluator was closed' });
         clearTimeout(slot.startTimer);
         slot.worker = undefined;
+        this.#dropReceipt(slot);
         if (w !== undefined && w.exitCode === null && w.signalCode === null) {
           const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
           // Held while it dies: an idle worker is unref'd, and awaiting its exit must keep the process up.
@@ -138,10 +179,15 @@ export class CelSandbox {
       if (this.#queue.length === 0) return;
       if (slot.worker === undefined && !slot.failedStart) this.#spawn(slot);
       if (!slot.ready || slot.job !== undefined) continue;
-      const p = this.#queue.shift()!;
+      // An evaluation sent again waits for a process started after the one that lost it.
+      const at = this.#queue.findIndex((q) => q.resentAfter === undefined || slot.spawn > q.resentAfter);
+      if (at < 0) continue;
+      const p = this.#queue.splice(at, 1)[0]!;
       const id = ++this.#nextId;
       const timer = setTimeout(() => this.#kill(slot, `evaluation exceeded its ${p.timeoutMs} ms budget`), p.timeoutMs);
-      slot.job = { ...p, id, timer };
+      slot.job = { ...p, id, timer, received: false };
+      slot.used = true;
+      slot.idleLosses = 0;
       const req: CelRequest = { id, expression: p.expression, shape: p.shape, args: p.args, ctx: p.ctx };
       try {
         slot.worker!.send(req);
@@ -153,11 +199,19 @@ export class CelSandbox {
 
   #spawn(slot: Slot): void {
     const heapMb = this.#heapMb;
-    const worker = fork(this.#entry, [], {
-      execArgv: [`--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 16))}`, '--stack-size=2048'],
-      serialization: 'advanced',
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    });
+    const receipt = receiptFile();
+    let worker: ChildProcess;
+    try {
+      worker = fork(this.#entry, receipt === undefined ? [] : [RECEIPT_FD_ARG, '4'], {
+        execArgv: [`--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 16))}`, '--stack-size=2048'],
+        serialization: 'advanced',
+        stdio: receipt === undefined ? ['ignore', 'ignore', 'ignore', 'ipc'] : ['ignore', 'ignore', 'ignore', 'ipc', receipt],
+      });
+    } catch (e) {
+      if (receipt !== undefined) closeSync(receipt);
+      throw e;
+    }
+    slot.receipt = receipt;
     // Evaluators yield the CPU to the server: a policy at its budget must not slow the event loop's turns.
     if (worker.pid !== undefined) {
       try {
@@ -168,46 +222,127 @@ export class CelSandbox {
     }
     slot.worker = worker;
     slot.ready = false;
+    slot.loaded = false;
+    slot.used = false;
+    slot.spawn = ++this.#spawns;
     slot.startTimer = setTimeout(() => this.#kill(slot, `it was not ready within ${this.#startupLimitMs} ms`), this.#startupLimitMs);
     slot.startTimer.unref();
-    worker.on('message', (m: CelReply | 'ready') => {
+    worker.on('message', (m: CelMessage) => {
       if (slot.worker !== worker) return;
       if (m === 'ready') {
         clearTimeout(slot.startTimer);
         slot.ready = true;
+        slot.loaded = true;
         slot.failedStart = false;
+      } else if (typeof m === 'number') {
+        if (slot.job?.id === m) slot.job.received = true;
+        return;
       } else if (slot.job?.id === m.id) {
         this.#finish(slot, 'error' in m ? { error: m.error } : { value: m.value });
       }
       this.#dispatch();
     });
-    worker.on('error', (e: Error) => {
-      if (slot.worker === worker) this.#lose(slot, `the policy evaluator failed: ${e.message}`);
-    });
-    worker.on('exit', (code, signal) => {
-      if (slot.worker !== worker) return;
-      // V8 aborts a process whose heap is exhausted (SIGABRT, or exit code 134 through a shell).
-      const oom = signal === 'SIGABRT' || code === 134;
-      this.#lose(slot, oom ? `evaluation exceeded its ${heapMb} MB heap budget` : `the policy evaluator exited (${signal ?? `code ${code}`})`);
-    });
+    // A child's end shows as 'exit' (with how it ended), 'disconnect' (its channel closed, after every
+    // message it sent was delivered) and, for a send to a closed channel, 'error', in any order.
+    worker.on('error', (e: Error) => this.#gone(slot, worker, `the policy evaluator failed: ${e.message}`));
+    worker.on('disconnect', () => this.#gone(slot, worker, undefined));
+    worker.on('exit', () => this.#gone(slot, worker, undefined));
   }
 
-  /** The slot's worker is gone: its evaluation settles with the reason; the rest go to a fresh worker. */
+  /**
+   * The slot's child has ended or cannot be reached ('exit' says how it ended; 'disconnect' comes
+   * once every message it sent has been delivered; 'error' is a failed send or spawn, in any order).
+   * Settles once what happened to its evaluation is known. One it acknowledged was running: it is
+   * the evaluation's (`{ budget }` naming how the child ended, which takes the 'exit'). One it did
+   * not acknowledge never ran (known once the channel is drained, as the acknowledgement may still
+   * be on its way, or the send failed): it is sent again, once, to a process started after this.
+   */
+  #gone(slot: Slot, worker: ChildProcess, failure: string | undefined): void {
+    if (slot.worker !== worker) return;
+    // No new evaluation goes to it while the rest of its end arrives.
+    slot.ready = false;
+    const job = slot.job;
+    if (job !== undefined && !job.received) job.received = this.#receiptSays(slot, job.id);
+    if (failure === undefined) {
+      const exited = worker.exitCode !== null || worker.signalCode !== null;
+      const known = job !== undefined && !job.received ? !worker.connected : exited;
+      if (!known) {
+        this.#end(worker);
+        return;
+      }
+    }
+    if (job !== undefined && !job.received && job.resentAfter === undefined) {
+      slot.job = undefined;
+      clearTimeout(job.timer);
+      const { expression, shape, args, ctx, timeoutMs, settle } = job;
+      this.#queue.unshift({ expression, shape, args, ctx, timeoutMs, settle, resentAfter: this.#spawns });
+    }
+    this.#end(worker);
+    this.#lose(slot, failure ?? this.#ending(worker));
+  }
+
+  /** Whether the slot's child recorded in its receipt file that it received evaluation `id`. */
+  #receiptSays(slot: Slot, id: number): boolean {
+    if (slot.receipt === undefined) return false;
+    try {
+      return readSync(slot.receipt, receiptBuffer, 0, RECEIPT_BYTES, 0) === RECEIPT_BYTES && receiptView[0] === id;
+    } catch {
+      // Unreadable: it may have run, so it is not sent again.
+      return true;
+    }
+  }
+
+  #dropReceipt(slot: Slot): void {
+    if (slot.receipt === undefined) return;
+    try {
+      closeSync(slot.receipt);
+    } catch {
+      // Already closed: nothing holds it.
+    }
+    slot.receipt = undefined;
+  }
+
+  /** Kills a child that has not exited (once: a kill that fails reports an 'error', which comes back here). */
+  #end(worker: ChildProcess): void {
+    if (worker.exitCode !== null || worker.signalCode !== null || this.#killed.has(worker)) return;
+    this.#killed.add(worker);
+    worker.kill('SIGKILL');
+  }
+
+  /** How a child ended, as an evaluation's `{ budget }` says it. */
+  #ending(worker: ChildProcess): string {
+    const code = worker.exitCode;
+    const signal = worker.signalCode;
+    if (code === null && signal === null) return 'the policy evaluator disconnected';
+    // V8 aborts a process whose heap is exhausted (SIGABRT, or exit code 134 through a shell).
+    if (signal === 'SIGABRT' || code === 134) return `evaluation exceeded its ${this.#heapMb} MB heap budget`;
+    return `the policy evaluator exited (${signal ?? `code ${code}`})`;
+  }
+
+  /** The slot's worker is gone: its evaluation settles with the reason; a fresh worker takes its place. */
   #lose(slot: Slot, why: string): void {
-    const started = slot.ready;
+    const started = slot.loaded;
     clearTimeout(slot.startTimer);
     slot.worker = undefined;
     slot.ready = false;
+    this.#dropReceipt(slot);
     this.#finish(slot, { budget: why });
     if (!started) {
       // A worker that never started will not start next time either: do not respawn it in a loop.
       // What waits goes to a slot that is up or still starting; when there is none, it fails, and
       // the next evaluation tries the whole pool again.
       slot.failedStart = true;
+      // An evaluation waiting for a process started after its loss may not get one: any will do.
+      for (const q of this.#queue) delete q.resentAfter;
       if (this.#slots.every((s) => s.worker === undefined)) {
         for (const s of this.#slots) s.failedStart = false;
         for (const p of this.#queue.splice(0)) p.settle({ budget: `the policy evaluator could not start: ${why}` });
       }
+    } else if (slot.used || ++slot.idleLosses < MAX_IDLE_LOSSES) {
+      // A child that had started is replaced now, not when the next evaluation needs it (a cold
+      // start); but not one after MAX_IDLE_LOSSES children in a row died before being sent
+      // anything: those would be restarted in a loop. The next evaluation starts it.
+      this.#spawn(slot);
     }
     this.#dispatch();
     this.#hold();
@@ -226,5 +361,33 @@ export class CelSandbox {
     clearTimeout(job.timer);
     job.settle(outcome);
     this.#hold();
+  }
+}
+
+const receiptView = new Float64Array(1);
+const receiptBuffer = new Uint8Array(receiptView.buffer);
+
+/**
+ * A new receipt file for a child (see cel-worker.ts): created in the temporary directory and
+ * unlinked at once, so only the two descriptors keep it and nothing is left behind, whatever ends
+ * the process. Undefined when that cannot be done: the child then acknowledges by message.
+ */
+function receiptFile(): number | undefined {
+  const path = join(tmpdir(), `turnstate-evaluator-${process.pid}-${randomBytes(6).toString('hex')}`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'wx+', 0o600);
+    unlinkSync(path);
+    return fd;
+  } catch {
+    if (fd !== undefined) {
+      try {
+        closeSync(fd);
+        unlinkSync(path);
+      } catch {
+        // Left as it is.
+      }
+    }
+    return undefined;
   }
 }

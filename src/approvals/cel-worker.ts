@@ -2,8 +2,15 @@
  * The child process approval-policy CEL runs in (see cel-sandbox.ts). One request at a time:
  * `{ id, expression, shape, args, ctx }` in, `{ id, value }` (true, false, or a description of
  * a non-bool) or `{ id, error }` out. Programs are parsed once per expression.
+ *
+ * Before it evaluates a request the child records that it received it (the pool sends again, once,
+ * a request whose child was gone before receiving it): the request's id written over the start of
+ * the receipt file the pool passes as a descriptor (`--receipt-fd <n>`), which costs no message and
+ * wakes nobody; without one, or once writing it fails, the id as a message.
  */
+import { writeSync } from 'node:fs';
 import { celEnvironment, type CelShapeLimits } from './cel-environment.js';
+import { RECEIPT_BYTES, RECEIPT_FD_ARG } from './cel-protocol.js';
 
 export interface CelRequest {
   id: number;
@@ -15,6 +22,9 @@ export interface CelRequest {
 }
 
 export type CelReply = { id: number; value: boolean | string } | { id: number; error: string };
+
+/** What the evaluator sends: 'ready' once loaded; per request its reply (and its id first when it has no receipt file). */
+export type CelMessage = 'ready' | number | CelReply;
 
 type Program = (vars: Record<string, unknown>) => unknown;
 const programs = new Map<string, Program>();
@@ -46,9 +56,31 @@ function summary(e: unknown): string {
   return message.split('\n', 1)[0] ?? 'evaluation failed';
 }
 
+/**
+ * The input as CEL values the interpreter can type: every plain object becomes a Map (arrays are
+ * copied). cel-js reads a value's type from `value.constructor`, which an object's own field named
+ * `constructor` (a JSON key like any other) would hide: `{"q":"x","constructor":"ACME"}` made every
+ * policy fail ("Unsupported type"). A Map's entries are not properties, so no key can shadow what the
+ * interpreter reads; cel-js treats a Map as a CEL map (field access, `has`, `in`, `size`, macros, ==).
+ * The input was bounded before it was sent (policy.ts: nodes, depth, characters).
+ */
+export function celValue(v: unknown): unknown {
+  if (v === null || typeof v !== 'object') return v;
+  if (Array.isArray(v)) {
+    const out = new Array<unknown>(v.length);
+    for (let i = 0; i < v.length; i++) out[i] = celValue(v[i]);
+    return out;
+  }
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto !== Object.prototype && proto !== null) return v;
+  const out = new Map<string, unknown>();
+  for (const k of Object.keys(v)) out.set(k, celValue((v as Record<string, unknown>)[k]));
+  return out;
+}
+
 export function evaluateRequest(req: CelRequest): CelReply {
   try {
-    const result = program(req)({ args: req.args, ctx: req.ctx });
+    const result = program(req)({ args: celValue(req.args), ctx: celValue(req.ctx) });
     return { id: req.id, value: typeof result === 'boolean' ? result : describe(result) };
   } catch (e) {
     return { id: req.id, error: summary(e) };
@@ -56,7 +88,21 @@ export function evaluateRequest(req: CelRequest): CelReply {
 }
 
 if (process.send !== undefined) {
+  const at = process.argv.indexOf(RECEIPT_FD_ARG);
+  let receiptFd = at < 0 ? undefined : Number(process.argv[at + 1]);
+  const receipt = new Float64Array(1);
+  const receiptBytes = new Uint8Array(receipt.buffer);
   process.on('message', (req: CelRequest) => {
+    // The receipt, before anything of the request runs.
+    if (receiptFd !== undefined) {
+      receipt[0] = req.id;
+      try {
+        writeSync(receiptFd, receiptBytes, 0, RECEIPT_BYTES, 0);
+      } catch {
+        receiptFd = undefined;
+      }
+    }
+    if (receiptFd === undefined) process.send!(req.id);
     process.send!(evaluateRequest(req));
   });
   // The server went away: so does its evaluator.

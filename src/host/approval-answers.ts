@@ -5,9 +5,12 @@
  * - The store's compare-and-set decides: the first answer wins; a later one changes nothing and
  *   says who answered first, how and when (`approval.already_resolved`).
  * - An answer that is not `{ approved: boolean, reason?: string }` (a reason of at most
- *   MAX_APPROVAL_REASON_CHARS), from a principal object via a named channel, is refused with
- *   `approval.invalid` naming the field, before anything is looked up (`checkAnswer`, at the
- *   session API's edges: a session handle and `runtime.answerApproval`).
+ *   MAX_APPROVAL_REASON_CHARS UTF-16 code units, `String.length`, as every channel counts it), from
+ *   a principal object via a named channel, is refused with `approval.invalid` naming the field,
+ *   before anything is looked up (`checkAnswer`, at the session API's edges: a session handle and
+ *   `runtime.answerApproval`). The principal is a plain object of JSON values (at most
+ *   MAX_PRINCIPAL_JSON_CHARS characters as JSON; `userId`, `tenantId`, `personId` strings, `roles`
+ *   strings): every store keeps it as it was given, and the record keeps a copy of it.
  * - A principal the runtime's `canAnswerApproval` refuses gets `approval.forbidden`, pending or
  *   resolved (a resolved approval's record is not shown to it); an approval
  *   of another session is `approval.not_found` (never confirmed to exist).
@@ -20,9 +23,13 @@ import { TurnstateError } from '../errors.js';
 import { MAX_APPROVAL_REASON_CHARS } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
 import type { HostCore } from './core.js';
+import { jsonProblem } from './input-checks.js';
 import { runTool } from './tool-dispatch.js';
 import { denialText, outcomeStep } from './tool-results.js';
 import type { ActiveTurn } from './turn.js';
+
+/** The longest answering principal, as JSON text: it is stored with the record and in `approval.resolved`. */
+export const MAX_PRINCIPAL_JSON_CHARS = 8192;
 
 /** Refuses an answer that is not what every channel must send (see the contract); nothing is answered. */
 export function checkAnswer(answer: unknown, by: unknown, via: unknown): void {
@@ -31,10 +38,42 @@ export function checkAnswer(answer: unknown, by: unknown, via: unknown): void {
   if (a === null || typeof a !== 'object') problem = `the answer must be an object { approved, reason? }, got ${JSON.stringify(answer) ?? String(answer)}`;
   else if (typeof a.approved !== 'boolean') problem = `approved must be true or false, got ${JSON.stringify(a.approved) ?? 'undefined'}`;
   else if (a.reason !== undefined && typeof a.reason !== 'string') problem = `reason must be a string, got ${typeof a.reason}`;
-  else if (typeof a.reason === 'string' && a.reason.length > MAX_APPROVAL_REASON_CHARS) problem = `reason is ${a.reason.length} characters; at most ${MAX_APPROVAL_REASON_CHARS}`;
-  else if (by === null || typeof by !== 'object') problem = 'the answering principal must be an object (e.g. { userId })';
-  else if (typeof via !== 'string' || via === '') problem = 'via must name the channel the answer came through (e.g. "websocket")';
+  // UTF-16 code units (String.length), on every channel (the AAP schema and WebSocket frames count the same).
+  else if (typeof a.reason === 'string' && a.reason.length > MAX_APPROVAL_REASON_CHARS) problem = `reason is ${a.reason.length} characters; at most ${MAX_APPROVAL_REASON_CHARS} (UTF-16 code units)`;
+  else problem = principalProblem(by) ?? (typeof via !== 'string' || via === '' ? 'via must name the channel the answer came through (e.g. "websocket")' : undefined);
   if (problem !== undefined) throw new TurnstateError('approval.invalid', `answerApproval(): ${problem}; nothing was answered`);
+}
+
+/** Why `by` cannot answer as a principal (naming the field), or undefined. Never throws. */
+function principalProblem(by: unknown): string | undefined {
+  const shape = 'the answering principal must be an object (e.g. { userId })';
+  if (by === null || typeof by !== 'object') return shape;
+  try {
+    if (Array.isArray(by)) return `${shape}, not an array`;
+    const proto = Object.getPrototypeOf(by) as unknown;
+    if (proto !== Object.prototype && proto !== null) return `${shape} of JSON values: by is a ${by.constructor?.name ?? 'class instance'}`;
+    const p = by as Record<string, unknown>;
+    for (const k of ['userId', 'tenantId', 'personId'] as const) {
+      if (p[k] !== undefined && typeof p[k] !== 'string') return `by.${k} must be a string, got ${typeof p[k]}`;
+    }
+    if (p.roles !== undefined && !(Array.isArray(p.roles) && p.roles.every((r) => typeof r === 'string'))) return 'by.roles must be an array of strings';
+    const notJson = jsonProblem(by, 'by');
+    if (notJson !== undefined) return `${shape} of JSON values: ${notJson}`;
+    const size = JSON.stringify(by).length;
+    if (size > MAX_PRINCIPAL_JSON_CHARS) return `by is ${size} characters as JSON; at most ${MAX_PRINCIPAL_JSON_CHARS}`;
+    return undefined;
+  } catch (e) {
+    // A getter that throws, a Proxy, nesting too deep to walk.
+    return `${shape} of JSON values that can be read: ${e instanceof Error ? e.message : String(e)}`;
+  }
+}
+
+/**
+ * The principal as the record keeps it: a JSON copy (checkAnswer let through only JSON values),
+ * so every store keeps the same thing and a caller that changes its object later changes nothing.
+ */
+function principalCopy(by: Principal): Principal {
+  return JSON.parse(JSON.stringify(by)) as Principal;
 }
 
 /** Resolve an approval in the store (first answer wins). */
@@ -42,10 +81,11 @@ export async function resolveApproval(
   core: HostCore,
   approvalId: string,
   answer: { approved: boolean; reason?: string },
-  by: Principal,
+  given: Principal,
   via: string,
 ): Promise<AnswerResult> {
   const { store, canAnswerApproval, clock } = core.deps;
+  const by = principalCopy(given);
   const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
   const record = await store.getApproval(approvalId);
   if (!record || record.sessionId !== core.id) return notFound();

@@ -64,6 +64,7 @@ const STATUS_BY_CODE: Record<string, number> = {
   'approval.not_found': 404,
   'approval.already_resolved': 409,
   'approval.forbidden': 403,
+  'approval.invalid': 400,
   'tool.unknown': 400,
   'tool.not_pending': 400,
   'registration.invalid': 400,

@@ -1,11 +1,15 @@
 /**
  * JSON Schemas of AAP request bodies, compiled once with ajv. A body that breaks them is a 400
  * `request.invalid` whose `path` is the JSON Pointer of the first offending field.
+ *
+ * A `tool_permission` reason is bounded after the schema (`reasonTooLong`): MAX_APPROVAL_REASON_CHARS
+ * counts UTF-16 code units (`String.length`) on every channel, where ajv's `maxLength` counts code
+ * points; 1,500 emoji passed the schema and were refused behind it with a 500.
  */
 import { MAX_APPROVAL_REASON_CHARS } from '../../limits.js';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { HttpError } from '../http.js';
-import type { CreateSessionRequest, SessionTurnRequest } from './types.js';
+import type { CreateSessionRequest, SessionTurnRequest, TurnMessage } from './types.js';
 
 const toolSpec = {
   type: 'object',
@@ -57,7 +61,8 @@ const turnMessage = {
         role: { const: 'tool_permission' },
         toolCallId: { type: 'string', minLength: 1 },
         granted: { type: 'boolean' },
-        reason: { type: 'string', maxLength: MAX_APPROVAL_REASON_CHARS },
+        // At most MAX_APPROVAL_REASON_CHARS UTF-16 code units: checked after the schema (reasonTooLong).
+        reason: { type: 'string' },
       },
       required: ['role', 'toolCallId', 'granted'],
     },
@@ -115,7 +120,19 @@ const validateCreate = ajv.compile<CreateSessionRequest>(createSessionRequestSch
 
 /** Validates a `POST /sessions/{id}/turns` body or throws 400 naming the field. */
 export function parseTurnRequest(body: unknown): SessionTurnRequest {
-  return check(validateTurn, body, ['user', 'tool', 'tool_permission']);
+  const req = check(validateTurn, body, ['user', 'tool', 'tool_permission']);
+  req.messages.forEach(reasonTooLong);
+  return req;
+}
+
+/**
+ * Refuses a `tool_permission` reason over MAX_APPROVAL_REASON_CHARS, counted as `answerApproval`
+ * counts it on every channel: UTF-16 code units (`String.length`; an emoji is usually 2).
+ */
+function reasonTooLong(m: TurnMessage, i: number): void {
+  if (m.role !== 'tool_permission' || m.reason === undefined || m.reason.length <= MAX_APPROVAL_REASON_CHARS) return;
+  const path = `/messages/${i}/reason`;
+  throw new HttpError(400, 'request.invalid', `${path} must NOT have more than ${MAX_APPROVAL_REASON_CHARS} characters (UTF-16 code units; it has ${m.reason.length})`, { path });
 }
 
 /** Validates a `POST /sessions` body or throws 400 naming the field. */
