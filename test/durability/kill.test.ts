@@ -48,6 +48,17 @@ function checkLog(events: SessionEvent[], subscribers: number[][]): void {
 
 const maxSeq = (c: Child) => Math.max(0, ...c.seqs());
 
+/** A new process resumes the session `first` left when a tool's handler killed it, until idle: the tool ran once (durability:tool:at-most-once), and the log keeps its invariants. */
+async function resumeAfterToolKill(db: string, sideLog: string, sessionId: string, first: Child): Promise<SessionEvent[]> {
+  const second = new Child({ db, sideLog, phase: 'resume', sessionId, resumeFrom: maxSeq(first) });
+  expect(await second.until((l) => l.kind === 'idle')).toMatchObject({ state: 'idle' });
+  expect((await second.exited).code).toBe(0);
+  expect(sideEffects(sideLog)).toHaveLength(1);
+  const events = readLog(db, sessionId);
+  checkLog(events, [first.seqs(), second.seqs()]);
+  return events;
+}
+
 describe('durability: SIGKILL and restart with real processes', () => {
   it('durability:kill:suspended — killed twice while waiting for approval, restarted, answered: the turn completes, the tool runs once', async () => {
     const { db, sideLog } = files('suspended');
@@ -129,13 +140,7 @@ describe('durability: SIGKILL and restart with real processes', () => {
     expect(before.some((e) => e.type === 'tool.result')).toBe(false);
     checkPrefix(before, [first.seqs()]);
 
-    const second = new Child({ db, sideLog, phase: 'resume', sessionId, resumeFrom: maxSeq(first) });
-    expect(await second.until((l) => l.kind === 'idle')).toMatchObject({ state: 'idle' });
-    expect((await second.exited).code).toBe(0);
-    // durability:tool:at-most-once
-    expect(sideEffects(sideLog)).toHaveLength(1);
-    const events = readLog(db, sessionId);
-    checkLog(events, [first.seqs(), second.seqs()]);
+    const events = await resumeAfterToolKill(db, sideLog, sessionId, first);
     const called = events.find((e) => e.type === 'tool.called')!;
     const result = events.find((e) => e.type === 'tool.result');
     expect(result).toMatchObject({ callId: (called as { callId: string }).callId, isError: true });
@@ -180,13 +185,7 @@ describe('durability: SIGKILL and restart with real processes', () => {
     expect(before.some((e) => e.type === 'tool.called')).toBe(true);
     expect(before.some((e) => e.type === 'approval.requested')).toBe(false);
 
-    const second = new Child({ db, sideLog, phase: 'resume', sessionId, resumeFrom: maxSeq(first) });
-    expect(await second.until((l) => l.kind === 'idle')).toMatchObject({ state: 'idle' });
-    expect((await second.exited).code).toBe(0);
-    // durability:tool:at-most-once
-    expect(sideEffects(sideLog)).toHaveLength(1);
-    const events = readLog(db, sessionId);
-    checkLog(events, [first.seqs(), second.seqs()]);
+    const events = await resumeAfterToolKill(db, sideLog, sessionId, first);
     const result = events.find((e) => e.type === 'tool.result');
     expect(result).toMatchObject({ tool: 'book', isError: true });
     expect(String((result as { view: unknown }).view)).toMatch(/unknown/i);

@@ -79,6 +79,17 @@ function codeOf(fn: () => unknown): string | undefined {
   return undefined;
 }
 
+
+/** The tables of a schema version 3 file, as that version wrote them. */
+const V3_SCHEMA = `
+  CREATE TABLE sessions (sk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
+  CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
+  CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
+  CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
+  CREATE INDEX approvals_session ON approvals (session_id);
+  CREATE INDEX approvals_status ON approvals (status);
+  PRAGMA user_version = 3;`;
+
 describe('sqlite store specifics', () => {
   it('store:sqlite:wal — a file store runs in WAL mode with synchronous=NORMAL by default, FULL on request', () => {
     const path = fresh();
@@ -419,14 +430,7 @@ describe('sqlite store specifics', () => {
     const path = fresh();
     const raw = new Database(path);
     raw.pragma('journal_mode = WAL');
-    raw.exec(`
-      CREATE TABLE sessions (sk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
-      CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
-      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
-      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
-      CREATE INDEX approvals_session ON approvals (session_id);
-      CREATE INDEX approvals_status ON approvals (status);
-      PRAGMA user_version = 3;`);
+    raw.exec(V3_SCHEMA);
     for (const id of ['s1', 's2']) raw.prepare('INSERT INTO sessions (id, created_at, body) VALUES (?, ?, ?)').run(id, session(id).createdAt, JSON.stringify(session(id)));
     // What v3 wrote for 120 queued messages of 10 KB: every commit a snapshot of the whole queue.
     const text = (i: number) => `${i} ${'x'.repeat(10_000)}`;
@@ -463,14 +467,7 @@ describe('sqlite store specifics', () => {
   it('store:sqlite:migrate-v3:wide-keys — "version 3 files keep only each session\'s latest snapshot, and the queued messages that snapshot carried become queue rows" for a session whose key is past 2^21 too (its log keys are past 2^53)', () => {
     const path = fresh();
     const raw = new Database(path);
-    raw.exec(`
-      CREATE TABLE sessions (sk INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT, created_at TEXT NOT NULL, body TEXT NOT NULL);
-      CREATE TABLE log (k INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL, last_ord INTEGER NOT NULL, events TEXT, mailbox TEXT, executions TEXT, snapshot TEXT);
-      CREATE INDEX sessions_tenant ON sessions (tenant_id) WHERE tenant_id IS NOT NULL;
-      CREATE TABLE approvals (approval_id TEXT PRIMARY KEY, session_id TEXT NOT NULL, status TEXT NOT NULL, body TEXT NOT NULL, resolution TEXT);
-      CREATE INDEX approvals_session ON approvals (session_id);
-      CREATE INDEX approvals_status ON approvals (status);
-      PRAGMA user_version = 3;`);
+    raw.exec(V3_SCHEMA);
     const sk = BigInt(2 ** 21 + 6);
     raw.prepare('INSERT INTO sessions (sk, id, created_at, body) VALUES (?, ?, ?, ?)').run(sk, 's1', session('s1').createdAt, JSON.stringify(session('s1')));
     const ins = raw.prepare('INSERT INTO log VALUES (? * 4294967296 + ?, ?, 0, ?, NULL, NULL, ?)');
