@@ -24,6 +24,11 @@ export function authFromEnv(value: string | undefined): Authenticate {
   // fail or run turns for nobody on every request that uses its key, and a misspelt field
   // ("tenant" for tenantId) would silently put the key's user in no tenant.
   for (const [token, p] of Object.entries(keys)) {
+    // A key a client cannot send as it is written would answer 403 forever: HTTP headers carry
+    // Latin-1 bytes and a Bearer token's edges are trimmed, so a key is printable ASCII without spaces.
+    if (!KEY_CHARS.test(token)) {
+      throw new Error(`TURNSTATE_API_KEYS: key ${JSON.stringify(token.slice(0, 4) + '…')} is ${token === '' ? 'empty' : 'not printable ASCII without spaces'}; a client could not send it in an Authorization header`);
+    }
     const why = principalProblem(p);
     if (why !== undefined) throw new Error(`TURNSTATE_API_KEYS: the principal of key ${JSON.stringify(token.slice(0, 4) + '…')} ${why}; use {"userId": "ana", "tenantId": "acme"}`);
   }
@@ -40,6 +45,9 @@ export function authFromEnv(value: string | undefined): Authenticate {
     return { ok: true, principal };
   };
 }
+
+/** What an API key may be made of: printable ASCII, no space (what a Bearer header carries as written). */
+const KEY_CHARS = /^[\x21-\x7e]+$/;
 
 /** The fields a principal may have (Principal), in the order the error lists them. */
 const PRINCIPAL_FIELDS = ['userId', 'tenantId', 'personId', 'attributes', 'roles'] as const;

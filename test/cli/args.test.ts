@@ -113,6 +113,15 @@ describe('turnstate arguments', () => {
     expect(() => authFromEnv(keys(full))).not.toThrow();
   });
 
+  it('cli:auth:key-chars — "a key is required (`Authorization: Bearer <key>` …)": a key no client can send in that header as written (spaces at its edges or inside, non-ASCII, empty) stops the server at startup, naming it', () => {
+    for (const bad of [' kS ', 'clé-ü', 'two words', '', 'tab\tkey']) {
+      expect(() => authFromEnv(JSON.stringify({ 'k-good': { userId: 'bo' }, [bad]: { userId: 'ana' } })), JSON.stringify(bad)).toThrow(
+        /TURNSTATE_API_KEYS: key ".*" is (empty|not printable ASCII without spaces); a client could not send it in an Authorization header/,
+      );
+    }
+    expect(() => authFromEnv(JSON.stringify({ 'k-Ana_1.~!': { userId: 'ana' } }))).not.toThrow();
+  });
+
   it('cli:auth:bearer-any-case — "Authorization: Bearer <key>": the scheme is case-insensitive (RFC 7235), so bearer and BEARER are the same key', async () => {
     const req = (headers: Record<string, string>) => ({ headers, url: '/' }) as unknown as IncomingMessage;
     const auth = authFromEnv(JSON.stringify({ k1: { userId: 'ana' } }));
