@@ -34,14 +34,15 @@ export interface ScriptMatch {
   call?: number;
 }
 
-/** One model response. Strings in inputs may use `$1`..`$9` for the match's capture groups and `$user` for the turn's user text. */
+/** One model response. Strings in blocks may use `$1`..`$9` for the match's capture groups, `$user` for the turn's user text and `$$` for a literal `$`. */
 export interface ScriptResponse {
   blocks: ScriptBlock[];
   /** Default 'tool_use' when a tool_use block is present, else 'end_turn'. */
   stopReason?: 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal';
   /** Split each tool_use input JSON into chunks of this many characters (streams part.delta). */
   chunkSize?: number;
-  usage?: { inputTokens: number; outputTokens: number };
+  /** Token counts reported for the call; a count left out is 0. */
+  usage?: { inputTokens?: number; outputTokens?: number };
   /** Throw a ModelError with this code instead of answering (error paths). */
   fail?: { code: string; message: string; retryable?: boolean };
 }

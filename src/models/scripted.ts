@@ -6,6 +6,7 @@
 import { ModelError, type ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
+import { RE2JS } from 're2js';
 import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule } from './script.js';
 
 export interface ScriptedModelOptions {
@@ -55,48 +56,135 @@ export function createScriptedModel(script: ModelScript, opts: ScriptedModelOpti
 
 interface CompiledRule {
   rule: ScriptRule;
-  text: RegExp | undefined;
+  /** `when.text` compiled with RE2 (linear time in the input: no catastrophic backtracking). */
+  text: RE2JS | undefined;
   used: number;
-  /** Whether any block uses `$1`..`$9` / `$user` (else inputs are shared, never copied). */
+  /** Whether any block uses `$1`..`$9` / `$user` / `$$` (else inputs are shared, never copied). */
   templated: boolean;
 }
 interface CompiledScript {
   rules: CompiledRule[];
   fallback: ScriptResponse | undefined;
 }
+/** Capture groups of a match: index 0 is the whole match; null for a group that took no part. */
+type Groups = readonly (string | null)[];
 
 const WHEN_ON: readonly string[] = ['user', 'tool_result', 'handoff', 'rejection', 'nudge', 'any'];
+const WHEN_KEYS: readonly string[] = ['actor', 'on', 'text', 'tool', 'call'];
+const BLOCK_TYPES: readonly string[] = ['tool_use', 'text', 'thinking'];
+const TEMPLATE = /\$(\$|user\b|[1-9])/g;
+const TEMPLATED = /\$(\$|user\b|[1-9])/;
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+const list = (xs: readonly string[]): string => xs.map((k) => `"${k}"`).join(', ');
+
+/** Checks a response's shape (a rule's `respond` or the `fallback`); `at` names it in errors. */
+function checkResponse(r: unknown, at: string, fail: (msg: string) => never): void {
+  if (!isObject(r) || !Array.isArray(r.blocks)) fail(`${at} needs blocks (an array)`);
+  const res = r as Record<string, unknown> & { blocks: unknown[] };
+  res.blocks.forEach((b, j) => {
+    const bp = `${at}.blocks[${j}]`;
+    if (!isObject(b)) fail(`${bp} must be an object`);
+    const blk = b as Record<string, unknown>;
+    if (typeof blk.type !== 'string' || !BLOCK_TYPES.includes(blk.type)) fail(`${bp}.type ${JSON.stringify(blk.type)} is not one of ${list(BLOCK_TYPES)}`);
+    if (blk.type === 'tool_use') {
+      if (typeof blk.name !== 'string' || blk.name === '') fail(`${bp}.name must be a non-empty string`);
+      if (!isObject(blk.input)) fail(`${bp}.input must be an object`);
+      if (blk.id !== undefined && (typeof blk.id !== 'string' || blk.id === '')) fail(`${bp}.id must be a non-empty string`);
+    } else if (blk.type === 'text') {
+      if (typeof blk.text !== 'string') fail(`${bp}.text must be a string`);
+    } else {
+      if (typeof blk.thinking !== 'string') fail(`${bp}.thinking must be a string`);
+      if (blk.signature !== undefined && typeof blk.signature !== 'string') fail(`${bp}.signature must be a string`);
+    }
+  });
+  // stopReason is not checked: runtime tests play unknown stop reasons through this model.
+  if (res.chunkSize !== undefined && !(isCount(res.chunkSize) && (res.chunkSize as number) > 0)) fail(`${at}.chunkSize must be a positive integer`);
+  if (res.usage !== undefined) {
+    if (!isObject(res.usage)) fail(`${at}.usage must be an object`);
+    const u = res.usage as Record<string, unknown>;
+    for (const k of ['inputTokens', 'outputTokens']) {
+      if (u[k] !== undefined && !isCount(u[k])) fail(`${at}.usage.${k} must be a non-negative integer`);
+    }
+  }
+  if (res.fail !== undefined) {
+    if (!isObject(res.fail)) fail(`${at}.fail must be an object`);
+    const f = res.fail as Record<string, unknown>;
+    if (typeof f.code !== 'string' || f.code === '') fail(`${at}.fail.code must be a non-empty string`);
+    if (f.message !== undefined && typeof f.message !== 'string') fail(`${at}.fail.message must be a string`);
+    if (f.retryable !== undefined && typeof f.retryable !== 'boolean') fail(`${at}.fail.retryable must be a boolean`);
+  }
+}
 
 function compile(script: ModelScript): CompiledScript {
   if (!script || !Array.isArray(script.rules)) {
     throw new TypeError('ModelScript: `rules` must be an array of { when?, respond }');
   }
-  return {
-    rules: script.rules.map((rule, i) => {
-      const name = `ModelScript: rules[${i}]${rule?.id ? ` (${rule.id})` : ''}`;
-      if (!rule?.respond || !Array.isArray(rule.respond.blocks)) {
-        throw new TypeError(`${name} needs respond.blocks (an array)`);
-      }
-      // A `when` that can never match is refused, not left to be silently skipped.
-      const on = rule.when?.on;
-      if (on !== undefined && !WHEN_ON.includes(on)) {
-        throw new TypeError(`${name}: when.on ${JSON.stringify(on)} is not one of ${WHEN_ON.map((k) => `"${k}"`).join(', ')}`);
-      }
-      let text: RegExp | undefined;
+  const rules = script.rules.map((rule: ScriptRule, i): CompiledRule => {
+    const name = `ModelScript: rules[${i}]${rule?.id !== undefined && rule?.id !== null && rule?.id !== '' ? ` (${String(rule.id)})` : ''}`;
+    const fail = (msg: string): never => {
+      throw new TypeError(`${name}: ${msg}`);
+    };
+    if (!rule?.respond || !Array.isArray(rule.respond.blocks)) {
+      throw new TypeError(`${name} needs respond.blocks (an array)`);
+    }
+    checkResponse(rule.respond, 'respond', fail);
+    if (rule.times !== undefined && !isCount(rule.times)) fail('times must be a non-negative integer');
+    // A `when` that can never match is refused, not left to be silently skipped.
+    const when: unknown = rule.when;
+    if (when !== undefined && !isObject(when)) fail('when must be an object');
+    if (isObject(when)) {
+      for (const k of Object.keys(when)) if (!WHEN_KEYS.includes(k)) fail(`when.${k} is not one of ${list(WHEN_KEYS)}`);
+      if (when.actor !== undefined && typeof when.actor !== 'string') fail('when.actor must be a string');
+      if (when.tool !== undefined && typeof when.tool !== 'string') fail('when.tool must be a string');
+      if (when.call !== undefined && !isCount(when.call)) fail('when.call must be a non-negative integer');
+      if (when.text !== undefined && typeof when.text !== 'string') fail('when.text must be a string');
+    }
+    const on = rule.when?.on;
+    if (on !== undefined && !WHEN_ON.includes(on)) {
+      fail(`when.on ${JSON.stringify(on)} is not one of ${list(WHEN_ON)}`);
+    }
+    if (rule.when?.tool !== undefined && on !== undefined && on !== 'tool_result' && on !== 'any') {
+      fail(`when.tool needs when.on "tool_result" (only a tool result names a tool; on is ${JSON.stringify(on)})`);
+    }
+    let text: RE2JS | undefined;
+    const source = rule.when?.text;
+    if (source !== undefined) {
       try {
-        text = rule.when?.text === undefined ? undefined : new RegExp(rule.when.text, 'i');
+        // Syntax check only (compiling does not run the pattern): JavaScript's message for a non-regex.
+        new RegExp(source, 'i');
       } catch (e) {
-        throw new TypeError(`${name}: when.text is not a regular expression (${(e as Error).message})`);
+        fail(`when.text is not a regular expression (${(e as Error).message})`);
       }
-      return {
-        rule,
-        text,
-        used: 0,
-        templated: /\$(user|[1-9])/.test(JSON.stringify(rule.respond.blocks)),
-      };
-    }),
-    fallback: script.fallback,
-  };
+      try {
+        text = RE2JS.compile(source, RE2JS.CASE_INSENSITIVE);
+      } catch (e) {
+        fail(`when.text ${JSON.stringify(source)} is not supported by RE2, the engine patterns run on (${(e as Error).message})`);
+      }
+    }
+    return {
+      rule,
+      text,
+      used: 0,
+      templated: TEMPLATED.test(JSON.stringify(rule.respond.blocks)),
+    };
+  });
+  if (script.fallback !== undefined) {
+    checkResponse(script.fallback, 'fallback', (msg) => {
+      throw new TypeError(`ModelScript: ${msg}`);
+    });
+  }
+  return { rules, fallback: script.fallback };
+}
+
+/** Runs a compiled `when.text` against the entry's text: the capture groups, or null for no match. */
+function exec(re: RE2JS, input: string): Groups | null {
+  const m = re.matcher(input);
+  if (!m.find()) return null;
+  const groups: (string | null)[] = [];
+  for (let g = 0; g <= m.groupCount(); g++) groups.push(m.group(g));
+  return groups;
 }
 
 /** The latest entry of the request's history, classified for matching. */
@@ -140,13 +228,13 @@ function lastUserText(messages: ModelMessage[]): string {
   return '';
 }
 
-function matches(when: ScriptMatch | undefined, re: RegExp | undefined, req: ModelRequest, latest: LatestEntry, call: number): RegExpExecArray | null | true {
+function matches(when: ScriptMatch | undefined, re: RE2JS | undefined, req: ModelRequest, latest: LatestEntry, call: number): Groups | null | true {
   if (!when) return true;
   if (when.actor !== undefined && when.actor !== req.actor) return null;
   if (when.on !== undefined && when.on !== 'any' && when.on !== latest.kind) return null;
   if (when.tool !== undefined && when.tool !== latest.tool) return null;
   if (when.call !== undefined && when.call !== call) return null;
-  if (re) return re.exec(latest.text);
+  if (re) return exec(re, latest.text);
   return true;
 }
 
@@ -161,10 +249,19 @@ function callIndex(req: ModelRequest): number {
   return n;
 }
 
-function substitute(value: unknown, groups: RegExpExecArray | null, user: string): unknown {
+/**
+ * `$$` is a literal `$`; `$user` (a whole word) is the latest user text; `$1`..`$9` are capture
+ * groups (empty for a group that took no part; left as written when the pattern has no such group).
+ */
+function substitute(value: unknown, groups: Groups | null, user: string): unknown {
   if (typeof value === 'string') {
     if (value.indexOf('$') < 0) return value;
-    return value.replace(/\$(user|[1-9])/g, (_, g: string) => (g === 'user' ? user : (groups?.[Number(g)] ?? '')));
+    return value.replace(TEMPLATE, (whole: string, g: string) => {
+      if (g === '$') return '$';
+      if (g === 'user') return user;
+      const n = Number(g);
+      return groups && n < groups.length ? (groups[n] ?? '') : whole;
+    });
   }
   if (Array.isArray(value)) return value.map((v) => substitute(v, groups, user));
   if (value && typeof value === 'object') {
@@ -180,7 +277,7 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   const call = callIndex(req);
   let chosen: ScriptResponse | undefined;
   let templated = true;
-  let groups: RegExpExecArray | null = null;
+  let groups: Groups | null = null;
   for (const c of script.rules) {
     if (c.rule.times !== undefined && c.used >= c.rule.times) continue;
     const m = matches(c.rule.when, c.text, req, latest, call);
@@ -226,11 +323,12 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   }
   const stopReason: ModelStopReason =
     chosen.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
-  const usage = chosen.usage ? { inputTokens: chosen.usage.inputTokens, outputTokens: chosen.usage.outputTokens } : EMPTY_USAGE;
+  // A count the script leaves out is 0.
+  const usage = chosen.usage ? { inputTokens: chosen.usage.inputTokens ?? 0, outputTokens: chosen.usage.outputTokens ?? 0 } : EMPTY_USAGE;
   yield { type: 'message.stop', stopReason, usage, content };
 }
 
-function toBlock(sb: ScriptBlock, groups: RegExpExecArray | null, user: string, templated: boolean): ContentBlock {
+function toBlock(sb: ScriptBlock, groups: Groups | null, user: string, templated: boolean): ContentBlock {
   switch (sb.type) {
     case 'tool_use':
       return {
@@ -242,7 +340,7 @@ function toBlock(sb: ScriptBlock, groups: RegExpExecArray | null, user: string, 
     case 'text':
       return { type: 'text', text: templated ? (substitute(sb.text, groups, user) as string) : sb.text };
     case 'thinking':
-      return { type: 'thinking', thinking: sb.thinking, signature: sb.signature ?? 'scripted' };
+      return { type: 'thinking', thinking: templated ? (substitute(sb.thinking, groups, user) as string) : sb.thinking, signature: sb.signature ?? 'scripted' };
   }
 }
 

@@ -1,0 +1,79 @@
+// docs/concepts/scripted-model.md: "A rule that could never work is refused when the model is made,
+// naming it (`rules[<i>]` and its `id`)", `when.text` runs on RE2, and the `$` templates.
+import { describe, expect, it } from 'vitest';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import type { ModelEvent } from '../../src/machines/ports.js';
+import type { ModelScript } from '../../src/models/script.js';
+
+async function lastEvent(script: ModelScript, text: string): Promise<Extract<ModelEvent, { type: 'message.stop' }>> {
+  const model = createScriptedModel(script);
+  let last: ModelEvent | undefined;
+  const req = { system: '', messages: [{ role: 'user', content: [{ type: 'text', text }] }], tools: [], actor: 'a' };
+  for await (const ev of model.stream(req as never, new AbortController().signal) as AsyncIterable<ModelEvent>) last = ev;
+  return last as Extract<ModelEvent, { type: 'message.stop' }>;
+}
+const T = (text: string) => ({ type: 'text' as const, text });
+const bad = (s: unknown) => () => createScriptedModel(s as ModelScript);
+
+describe('ScriptedModel rules', () => {
+  it('scripted:text:re2 — "`text` is a case-insensitive regular expression … run on RE2 (linear time in the input)": ^(a+)+$ answers at once on "a"×40+"!" and on "A"×40', async () => {
+    const script = { rules: [{ id: 'evil', when: { text: '^(a+)+$' }, respond: { blocks: [T('matched $1')] } }, { respond: { blocks: [T('fallthrough')] } }] };
+    expect((await lastEvent(script, 'a'.repeat(40) + '!')).content).toEqual([T('fallthrough')]);
+    expect((await lastEvent(script, 'A'.repeat(40))).content).toEqual([T(`matched ${'A'.repeat(40)}`)]);
+  });
+
+  it('scripted:text:re2 — "a pattern RE2 does not support (a backreference) is refused": (a)\\1 is refused naming rules[<i>] and its id', () => {
+    expect(bad({ rules: [{ respond: { blocks: [] } }, { id: 'backref', when: { text: '(a)\\1' }, respond: { blocks: [] } }] })).toThrow(/rules\[1\] \(backref\): when\.text .* not supported by RE2/);
+    // Nor a lookahead: no pattern falls back to a backtracking engine.
+    expect(bad({ rules: [{ id: 'ahead', when: { text: '^(?!hi)(a+)+$' }, respond: { blocks: [] } }] })).toThrow(/rules\[0\] \(ahead\): when\.text .* not supported by RE2/);
+  });
+
+  it('scripted:text:unicode — "`\\p{L}` and other Unicode classes work, and `.` is one character": \\p{L}+ matches Zürich, ^(.) captures a whole emoji', async () => {
+    expect((await lastEvent({ rules: [{ when: { text: '^(\\p{L}+)$' }, respond: { blocks: [T('letters:$1')] } }] }, 'Zürich')).content).toEqual([T('letters:Zürich')]);
+    expect((await lastEvent({ rules: [{ when: { text: '^(.)' }, respond: { blocks: [T('$1')] } }] }, '😀 hi')).content).toEqual([T('😀')]);
+  });
+
+  it('scripted:rules:refused — "A rule that could never work is refused when the model is made, naming it (`rules[<i>]` and its `id`)": bad blocks, when, fallback, fail, usage, chunkSize, times', () => {
+    const r = (respond: unknown, when?: unknown) => ({ rules: [{ id: 'r', when, respond }] });
+    expect(bad(r({ blocks: [null] }))).toThrow(/rules\[0\] \(r\): respond\.blocks\[0\] must be an object/);
+    expect(bad({ rules: [{ respond: { blocks: [] } }, { id: 'r', respond: { blocks: [{ type: 'image' }] } }] })).toThrow(/rules\[1\] \(r\): respond\.blocks\[0\]\.type "image"/);
+    expect(bad(r({ blocks: [{ type: 'tool_use', input: {} }] }))).toThrow(/respond\.blocks\[0\]\.name must be a non-empty string/);
+    expect(bad(r({ blocks: [{ type: 'tool_use', name: 'x', input: 'oops' }] }))).toThrow(/respond\.blocks\[0\]\.input must be an object/);
+    expect(bad(r({ blocks: [{ type: 'text', text: 42 }] }))).toThrow(/respond\.blocks\[0\]\.text must be a string/);
+    expect(bad(r({ blocks: [{ type: 'thinking' }] }))).toThrow(/respond\.blocks\[0\]\.thinking must be a string/);
+    expect(bad(r({ blocks: [], fail: { message: 'x' } }))).toThrow(/respond\.fail\.code/);
+    expect(bad(r({ blocks: [], usage: { inputTokens: -1 } }))).toThrow(/respond\.usage\.inputTokens must be a non-negative integer/);
+    expect(bad(r({ blocks: [], chunkSize: '8' }))).toThrow(/respond\.chunkSize must be a positive integer/);
+    expect(bad(r({ blocks: [] }, { text: 5 }))).toThrow(/rules\[0\] \(r\): when\.text must be a string/);
+    expect(bad(r({ blocks: [] }, 'user'))).toThrow(/rules\[0\] \(r\): when must be an object/);
+    expect(bad(r({ blocks: [] }, { onn: 'user' }))).toThrow(/rules\[0\] \(r\): when\.onn is not one of/);
+    expect(bad(r({ blocks: [] }, { call: -1 }))).toThrow(/when\.call must be a non-negative integer/);
+    expect(bad(r({ blocks: [] }, { call: '1' }))).toThrow(/when\.call must be a non-negative integer/);
+    expect(bad({ rules: [{ id: 'r', times: -1, respond: { blocks: [] } }] })).toThrow(/rules\[0\] \(r\): times must be a non-negative integer/);
+    expect(bad({ rules: [], fallback: {} })).toThrow(/ModelScript: fallback needs blocks/);
+    expect(bad({ rules: [], fallback: { blocks: [{ type: 'text' }] } })).toThrow(/ModelScript: fallback\.blocks\[0\]\.text must be a string/);
+  });
+
+  it('scripted:rules:refused — "naming it (`rules[<i>]` and its `id`)": an id of 0 is named', () => {
+    expect(bad({ rules: [{ id: 0, when: { on: 'tool' }, respond: { blocks: [] } }] })).toThrow(/rules\[0\] \(0\): when\.on "tool"/);
+  });
+
+  it('scripted:rules:never — "`tool` … for on: \'tool_result\'": a tool with any other `on` can never match and is refused', () => {
+    expect(bad({ rules: [{ id: 'r', when: { on: 'rejection', tool: 'search_flights' }, respond: { blocks: [] } }] })).toThrow(/rules\[0\] \(r\): when\.tool needs when\.on "tool_result"/);
+    expect(() => createScriptedModel({ rules: [{ when: { tool: 'search_flights' }, respond: { blocks: [] } }] })).not.toThrow();
+  });
+
+  it('scripted:usage:missing — "a count left out is 0": usage { inputTokens: 5 } reports outputTokens 0', async () => {
+    expect((await lastEvent({ rules: [{ respond: { usage: { inputTokens: 5 }, blocks: [T('u')] } }] }, 'x')).usage).toEqual({ inputTokens: 5, outputTokens: 0 });
+  });
+
+  it('scripted:templates — "Strings in a rule\'s blocks may use `$1`..`$9` … and `$user`": $$ is a literal $, a missing group stays as written, $user is a whole word, thinking is templated', async () => {
+    const ev = await lastEvent({ rules: [{ when: { text: '(\\w+) costs (\\d+)' }, respond: { blocks: [
+      T('A:$1 B:$2 C:$3 E:$$1 G:$username H:US$$5 U:$user.'),
+      { type: 'thinking', thinking: 'about $1 / $user' },
+    ] } }] }, 'Ticket costs 99');
+    expect(ev.content).toEqual([T('A:Ticket B:99 C:$3 E:$1 G:$username H:US$5 U:Ticket costs 99.'), { type: 'thinking', thinking: 'about Ticket / Ticket costs 99', signature: 'scripted' }]);
+    // No `when.text`: no groups, so $1 stays as written.
+    expect((await lastEvent({ rules: [{ respond: { blocks: [T('$1 costs $25')] } }] }, 'x')).content).toEqual([T('$1 costs $25')]);
+  });
+});
