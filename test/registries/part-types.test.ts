@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { TurnstateError } from '../../src/errors.js';
 import { PartTypeRegistry } from '../../src/registries/part-types.js';
 import type { PartTypeMeta } from '../../src/registries/types.js';
-import { registrationError } from './helpers.js';
+import { audioMeta as speechMeta, registrationError } from './helpers.js';
 
 const CANONICAL = [
   'ack',
@@ -21,19 +21,9 @@ const CANONICAL = [
   'progress',
 ];
 
-function audioMeta(over: Partial<PartTypeMeta> = {}): PartTypeMeta {
-  return {
-    description: 'Synthesised speech for voice channels.',
-    streamingPreferred: true,
-    dataBearing: false,
-    delivery: { streaming: 'deliver', buffered: 'drop' },
-    inEnvelope: false,
-    modelEmittable: true,
-    carries: 'data',
-    serialisation: 'base64',
-    ...over,
-  };
-}
+/** The shared speech meta (helpers.ts), as base64 audio for voice channels. */
+const audioMeta = (over: Partial<PartTypeMeta> = {}): PartTypeMeta =>
+  speechMeta({ description: 'Synthesised speech for voice channels.', serialisation: 'base64', ...over });
 
 
 describe('PartTypeRegistry: canonical set (spec 000 "Part types")', () => {

@@ -3,20 +3,13 @@
  * is connected: the page must say so, stop reconnecting, and stop offering Send.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createScriptedModel } from '../../src/models/scripted.js';
-import { createRuntime } from '../../src/runtime.js';
 import { haveChromium } from './chromium.js';
-import { pageFixture } from './page-server.js';
+import { okDeskRuntime, pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/deleted');
 
 describe.skipIf(!CHROMIUM_OK)('web: the conversation deleted while the page is open', () => {
-  const runtime = createRuntime({
-    model: createScriptedModel({
-      rules: [{ when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { turnState: 'complete', parts: [{ text: 'ok', metadata: { partType: 'response' } }] } }] } }],
-    }),
-  });
-  runtime.registries.actors.register({ name: 'desk' });
+  const runtime = okDeskRuntime();
   const demo = pageFixture(runtime, [{ name: 'desk' }], { width: 900, height: 900 });
   let upgrades = 0;
   beforeAll(() => {

@@ -8,21 +8,14 @@
 import net from 'node:net';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createScriptedModel } from '../../src/models/scripted.js';
-import { createRuntime } from '../../src/runtime.js';
 import type { RunningServer } from '../../src/transports/server.js';
 import { haveChromium, launchChromium } from './chromium.js';
-import { servePage } from './page-server.js';
+import { okDeskRuntime, servePage } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/half-open');
 
 describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
-  const runtime = createRuntime({
-    model: createScriptedModel({
-      rules: [{ when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { turnState: 'complete', parts: [{ text: 'ok', metadata: { partType: 'response' } }] } }] } }],
-    }),
-  });
-  runtime.registries.actors.register({ name: 'desk' });
+  const runtime = okDeskRuntime();
   let server: RunningServer;
   let proxy: net.Server;
   let frozen = false;

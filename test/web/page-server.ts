@@ -7,6 +7,8 @@ import { join, resolve } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import type { Runtime } from '../../src/api.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { createRuntime, type TurnstateRuntime } from '../../src/runtime.js';
 import type { ModelPort } from '../../src/machines/ports.js';
 import type { AapAgentConfig } from '../../src/transports/aap/index.js';
 import { createAapTransport } from '../../src/transports/aap/index.js';
@@ -51,6 +53,17 @@ export function pageFixture(
     await runtime.close();
   });
   return fx;
+}
+
+/** A runtime whose one actor, `desk`, answers every message "ok" and completes the turn. */
+export function okDeskRuntime(): TurnstateRuntime {
+  const runtime = createRuntime({
+    model: createScriptedModel({
+      rules: [{ when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { turnState: 'complete', parts: [{ text: 'ok', metadata: { partType: 'response' } }] } }] } }],
+    }),
+  });
+  runtime.registries.actors.register({ name: 'desk' });
+  return runtime;
 }
 
 /** `inner` with a pause of `ms` before each stream event, so a turn takes long enough to interrupt. */

@@ -3,20 +3,13 @@
  * alive: the page must not wait forever with the message in limbo and every later Enter ignored.
  */
 import { describe, expect, it } from 'vitest';
-import { createScriptedModel } from '../../src/models/scripted.js';
-import { createRuntime } from '../../src/runtime.js';
 import { haveChromium } from './chromium.js';
-import { pageFixture } from './page-server.js';
+import { okDeskRuntime, pageFixture } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/send-timeout');
 
 describe.skipIf(!CHROMIUM_OK)('web: a message with no reply', () => {
-  const runtime = createRuntime({
-    model: createScriptedModel({
-      rules: [{ when: { on: 'user' }, respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { turnState: 'complete', parts: [{ text: 'ok', metadata: { partType: 'response' } }] } }] } }],
-    }),
-  });
-  runtime.registries.actors.register({ name: 'desk' });
+  const runtime = okDeskRuntime();
   const demo = pageFixture(runtime, [{ name: 'desk' }], { width: 900, height: 900 });
 
   it('web:demo:send-timeout — "A message with no reply within 10 s stays in the box with an error": a send the server never sees gets an error after 10 s with the text still in the box, and the next Enter sends it (once)', async () => {
