@@ -11,6 +11,7 @@
 import { ModelError } from '../errors.js';
 import type { ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelTool, Part, Usage } from '../types.js';
+import { pairSafeEnd } from '../text.js';
 
 export const LLM_CONTEXT_TOOL_NAME = 'write_llm_context';
 
@@ -135,8 +136,7 @@ export function describeTurn(actor: string, parts: readonly Part[], data: readon
       json = '(not serialisable)';
     }
     if (json.length > MAX_DATA_CHARS) {
-      // Never cut a surrogate pair in two: a lone surrogate has no UTF-8 form, and model APIs refuse the body.
-      const end = (json.charCodeAt(MAX_DATA_CHARS - 1) & 0xfc00) === 0xd800 ? MAX_DATA_CHARS - 1 : MAX_DATA_CHARS;
+      const end = pairSafeEnd(json, MAX_DATA_CHARS);
       json = `${json.slice(0, end)}\n… (cut: ${json.length - end} more characters)`;
     }
     lines.push(json);

@@ -5,6 +5,7 @@
  */
 import type { StepCommit } from '../machines/ports.js';
 import type { MailboxEntry, SessionEvent } from '../types.js';
+import { pairSafeEnd } from '../text.js';
 import type { Journal } from './journal.js';
 
 export { denialText, TOOL_CALL_DENIED } from '../types.js';
@@ -21,8 +22,7 @@ export function unknownOutcomeText(tool: string): string {
  */
 export function forModel(content: string, max: number): string {
   if (content.length <= max) return content;
-  // Never cut a surrogate pair in two.
-  const end = max > 0 && (content.charCodeAt(max - 1) & 0xfc00) === 0xd800 ? max - 1 : max;
+  const end = pairSafeEnd(content, max);
   return `${content.slice(0, end)}\n[truncated: the result is ${content.length} characters; the first ${end} are shown]`;
 }
 

@@ -4,6 +4,7 @@
  * Builders and truncation used by the router, plus an in-memory sink.
  */
 import type { ExecutionOutcome, ExecutionRecord, Routing, Scope } from '../types.js';
+import { pairSafeEnd } from '../text.js';
 
 /** Default cap on the JSON of a logged result, in UTF-16 code units. */
 export const DEFAULT_RESULT_MAX_CHARS = 8192;
@@ -36,12 +37,7 @@ export function truncateJson(json: string, maxChars: number): { result: string; 
 
 /** The first `maxChars` code units of `json` (one fewer if that would split a surrogate pair); `maxChars` already checked. */
 function cut(json: string, maxChars: number): string {
-  let end = maxChars;
-  if (end > 0) {
-    const c = json.charCodeAt(end - 1);
-    if (c >= 0xd800 && c <= 0xdbff) end -= 1;
-  }
-  return json.slice(0, end);
+  return json.slice(0, pairSafeEnd(json, maxChars));
 }
 
 /** The logged form of a result: its JSON text, cut to `maxChars`. */
