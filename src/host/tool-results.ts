@@ -26,6 +26,9 @@ export function forModel(content: string, max: number): string {
   return `${content.slice(0, end)}\n[truncated: the result is ${content.length} characters; the first ${end} are shown]`;
 }
 
+/** The note forModel ends a cut result with, read back (replay): the whole length (1) and the characters shown (2). */
+export const CUT_NOTE = /\n\[truncated: the result is (\d+) characters; the first (\d+) are shown\]$/;
+
 export interface ToolOutcome {
   turnId: string;
   actor: string;

@@ -5,7 +5,7 @@
  * of the arguments within the turn (another model); a call with no recorded result gets
  * NO_RESULT's text as an error result and is listed as unmatched.
  */
-import { forModel } from '../host/tool-results.js';
+import { CUT_NOTE, forModel } from '../host/tool-results.js';
 import { ToolErrorText } from '../router/attempt.js';
 import type { Registries, ToolContext, ToolDefinition, ToolRegistryApi } from '../registries/types.js';
 import type { ExecutionRecord, MailboxEntry } from '../types.js';
@@ -41,9 +41,6 @@ export interface ToolResultSource {
 }
 
 type ToolResultEntry = Extract<MailboxEntry, { kind: 'tool_result' }>;
-
-/** The note the host ends a result it cut for the model with (forModel, src/host/tool-results.ts). */
-const CUT_NOTE = /\n\[truncated: the result is (\d+) characters; the first (\d+) are shown\]$/;
 
 /**
  * What to serve for a model view the host cut (toolResultMaxChars) so that the re-run's host,
