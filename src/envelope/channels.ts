@@ -36,7 +36,7 @@ import { CHANNEL_KINDS } from '../registries/part-types.js';
 import type { ChannelKind } from '../registries/types.js';
 import type { Envelope, Part } from '../types.js';
 import type { ArtifactLinks } from './artifact-links.js';
-import type { BufferedView, Delivery } from './delivery.js';
+import { untypedPart, type BufferedView, type Delivery } from './delivery.js';
 import { renderBodyText } from './render.js';
 
 /**
@@ -182,10 +182,8 @@ function toRender(settled: unknown): { envelope?: Envelope; parts: readonly Part
   const from = Array.isArray(s.channelParts) ? { parts: s.channelParts } : (envelope ?? s);
   const parts = from !== null && typeof from === 'object' ? (from as Record<string, unknown>).parts : undefined;
   if (!Array.isArray(parts)) invalid(`${envelope === undefined ? 'the input' : 'the envelope'} has no parts array; ${HOW}`);
-  parts.forEach((p: unknown, i) => {
-    const pt = p !== null && typeof p === 'object' ? (p as { metadata?: { partType?: unknown } }).metadata?.partType : undefined;
-    if (typeof pt !== 'string') invalid(`part ${i} has no metadata.partType; ${HOW}`);
-  });
+  const untyped = untypedPart(parts);
+  if (untyped >= 0) invalid(`part ${untyped} has no metadata.partType; ${HOW}`);
   return envelope === undefined ? { parts: parts as Part[] } : { envelope: envelope as Envelope, parts: parts as Part[] };
 }
 

@@ -318,6 +318,14 @@ function envelopeFilters(parts: Part[], consumes: readonly string[] | undefined)
   });
 }
 
+/** The index of the first of `parts` that is not a part with a string `metadata.partType`, or -1. */
+export function untypedPart(parts: readonly unknown[]): number {
+  return parts.findIndex((p) => {
+    const meta = p !== null && typeof p === 'object' ? (p as { metadata?: unknown }).metadata : undefined;
+    return typeof (meta !== null && typeof meta === 'object' ? (meta as { partType?: unknown }).partType : undefined) !== 'string';
+  });
+}
+
 const HOW = "pass a settled TurnOutcome as it is (send()'s settled), or { envelope, parts, approvals } from the turn's events at turn.settled";
 
 /** Refuses what is not a settled turn, naming what is wrong, before anything reads it. */
@@ -330,11 +338,8 @@ function checkSettled(settled: unknown): asserts settled is SettledTurn {
   if (s.held !== undefined) return;
   const checkParts = (parts: unknown, where: string): void => {
     if (!Array.isArray(parts)) invalid(`${where} is ${parts === undefined ? 'missing' : 'not an array'}`);
-    (parts as unknown[]).forEach((p, i) => {
-      const meta = p !== null && typeof p === 'object' ? (p as { metadata?: unknown }).metadata : undefined;
-      const pt = meta !== null && typeof meta === 'object' ? (meta as { partType?: unknown }).partType : undefined;
-      if (typeof pt !== 'string') invalid(`${where}[${i}] has no metadata.partType`);
-    });
+    const i = untypedPart(parts as unknown[]);
+    if (i >= 0) invalid(`${where}[${i}] has no metadata.partType`);
   };
   checkParts(s.parts, 'parts');
   if (s.envelope !== undefined) {
