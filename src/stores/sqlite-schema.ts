@@ -181,9 +181,10 @@ const LOG_V3 = ['k', 'last_seq', 'last_ord', 'events', 'mailbox', 'executions', 
 /**
  * SCHEMAS[v]: the tables a file at version v has, and the columns of each that this turnstate
  * reads or migrates (a file may hold more). A file at version v that lacks one is not a store of
- * that version: another application that uses `user_version` too.
+ * that version: another application that uses `user_version` too. A new version adds its entry
+ * here with its migration (test store:sqlite:schema:known-versions checks both stay in step).
  */
-const SCHEMAS: readonly (Readonly<Record<string, readonly string[]>> | undefined)[] = [
+export const SCHEMAS: readonly (Readonly<Record<string, readonly string[]>> | undefined)[] = [
   undefined,
   {
     sessions: ['id', 'tenant_id', 'created_at', 'body'],

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { TurnstateError } from '../../src/errors.js';
 import type { SessionStore } from '../../src/machines/ports.js';
 import { createSqliteStore, SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite.js';
+import { SCHEMAS } from '../../src/stores/sqlite-schema.js';
 import { runStoreSuite, session, events, mail, snapshot, approval, resolution } from './store.case.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'turnstate-sqlite-'));
@@ -224,6 +225,25 @@ describe('sqlite store specifics', () => {
       const err = refusal(() => createSqliteStore(options));
       expect(err.code).toBe('store.open_failed');
       expect(err.message).toContain(path);
+    }
+  });
+
+  it('store:sqlite:schema:known-versions — "a file at version v that lacks the tables or columns of that version is not a store of that version": the check knows every version up to the current one, and a new file has exactly the tables and columns the current version\'s check reads', () => {
+    expect(SCHEMAS).toHaveLength(SQLITE_SCHEMA_VERSION + 1);
+    for (let v = 1; v <= SQLITE_SCHEMA_VERSION; v++) expect(SCHEMAS[v], `the tables of version ${v}`).toBeDefined();
+    const path = fresh();
+    createSqliteStore({ path }).close();
+    const raw = new Database(path, { readonly: true });
+    try {
+      const tables = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'sqlite_sequence' ORDER BY name").pluck().all() as string[];
+      const current = SCHEMAS[SQLITE_SCHEMA_VERSION]!;
+      expect(tables).toEqual(Object.keys(current).sort());
+      for (const t of tables) {
+        const columns = raw.prepare('SELECT name FROM pragma_table_info(?)').pluck().all(t) as string[];
+        expect([...columns].sort(), `the columns of ${t}`).toEqual([...current[t]!].sort());
+      }
+    } finally {
+      raw.close();
     }
   });
 
