@@ -72,3 +72,6 @@ export function sessionMachineLimits(limits: RuntimeLimits): {
 
 /** The longest reason an approval answer may carry, on every channel (characters). */
 export const MAX_APPROVAL_REASON_CHARS = 2000;
+
+/** The longest answering principal, as JSON text: it is stored with the record and in `approval.resolved`. */
+export const MAX_PRINCIPAL_JSON_CHARS = 8192;

@@ -20,16 +20,13 @@
  *   came last (an approved call may still be running when another call's denial arrives).
  */
 import { TurnstateError } from '../errors.js';
-import { MAX_APPROVAL_REASON_CHARS } from '../limits.js';
+import { MAX_APPROVAL_REASON_CHARS, MAX_PRINCIPAL_JSON_CHARS } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
 import type { HostCore } from './core.js';
 import { jsonProblem } from './input-checks.js';
 import { runTool } from './tool-dispatch.js';
 import { denialText, outcomeStep } from './tool-results.js';
 import type { ActiveTurn } from './turn.js';
-
-/** The longest answering principal, as JSON text: it is stored with the record and in `approval.resolved`. */
-export const MAX_PRINCIPAL_JSON_CHARS = 8192;
 
 /** Refuses an answer that is not what every channel must send (see the contract); nothing is answered. */
 export function checkAnswer(answer: unknown, by: unknown, via: unknown): void {
