@@ -153,7 +153,11 @@ export interface SessionHandle {
    * store refuses the write.
    */
   persistNow(): void;
-  /** Replay from the store after `afterSeq` (default 0 = everything), then live. */
+  /**
+   * Replay from the store after `afterSeq` (default 0 = everything), then live. An `afterSeq` that
+   * is not a non-negative integer throws `cursor.invalid`; one past the session's last seq errors
+   * the subscription with `cursor.ahead` (as SSE and WebSocket refuse such a cursor).
+   */
   events(afterSeq?: number): Observable<SessionEvent>;
   snapshot(): Promise<SessionSnapshot>;
   mailbox(): Promise<MailboxEntry[]>;

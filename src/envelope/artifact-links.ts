@@ -13,6 +13,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { TurnstateError } from '../errors.js';
+import { formatValue } from '../limits.js';
 
 export interface ArtifactLinksOptions {
   /**
@@ -74,7 +75,7 @@ export function createArtifactLinks(opts: ArtifactLinksOptions): ArtifactLinks {
     invalidOption(`secret must be a string or bytes of at least ${MIN_SECRET_BYTES} bytes (e.g. randomBytes(32)), got ${secret === undefined ? typeof opts.secret : `${secret.byteLength} bytes`}`);
   }
   const ttl = opts.ttlSeconds ?? DEFAULT_ARTIFACT_LINK_TTL_SECONDS;
-  if (!Number.isSafeInteger(ttl) || ttl <= 0 || ttl > MAX_TTL_SECONDS) invalidOption(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (10 years), got ${String(ttl)}`);
+  if (!Number.isSafeInteger(ttl) || ttl <= 0 || ttl > MAX_TTL_SECONDS) invalidOption(`ttlSeconds must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (10 years), got ${formatValue(ttl)}`);
   const given = opts.baseUrl;
   const fixed = typeof given === 'function' ? undefined : checkBase(given);
   const base = (): string => fixed ?? checkBase((given as () => string)());

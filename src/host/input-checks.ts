@@ -7,7 +7,7 @@
  */
 import type { CreateSessionOptions, SendOptions } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import { DEFAULT_LIMITS, MAX_TIMER_MS, TIMER_LIMITS, type RuntimeLimits } from '../limits.js';
+import { DEFAULT_LIMITS, TIMER_LIMITS, integerProblem, timerMsProblem, type RuntimeLimits } from '../limits.js';
 import { argumentSchemaProblem } from '../registries/json-schema.js';
 import { TOOL_NAME } from '../registries/tools.js';
 
@@ -132,12 +132,9 @@ export function runtimeLimits(given: unknown): RuntimeLimits {
     if (v === undefined) continue;
     const min = LIMIT_MIN[k as keyof RuntimeLimits] ?? 0;
     // A timer-backed limit above setTimeout's maximum would fire after 1 ms, not later.
-    const max = TIMER_LIMITS.includes(k as keyof RuntimeLimits) ? MAX_TIMER_MS : Number.MAX_SAFE_INTEGER;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min || v > max) {
-      const range = max === MAX_TIMER_MS ? `an integer from ${min} to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)` : `an integer of at least ${min}`;
-      throw new TurnstateError('runtime.options', `limits.${k} must be ${range}, got ${typeof v === 'number' ? String(v) : JSON.stringify(v) ?? typeof v}`);
-    }
-    limits[k as keyof RuntimeLimits] = v;
+    const problem = TIMER_LIMITS.includes(k as keyof RuntimeLimits) ? timerMsProblem(`limits.${k}`, v, min) : integerProblem(`limits.${k}`, v, min);
+    if (problem !== undefined) throw new TurnstateError('runtime.options', problem);
+    limits[k as keyof RuntimeLimits] = v as number;
   }
   return limits;
 }

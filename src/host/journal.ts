@@ -26,6 +26,8 @@ import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
 import { type HistoryCache, wakeMailbox } from './history-cache.js';
 import { isPromise } from './turn.js';
+import { TurnstateError } from '../errors.js';
+import { cursorAheadProblem } from '../limits.js';
 
 const ignore = (): void => {};
 
@@ -282,6 +284,13 @@ export class Journal {
    */
   events(afterSeq = 0): Observable<SessionEvent> {
     return new Observable<SessionEvent>((sub) => {
+      // A cursor this session never sent would skip every event up to it: refused as the
+      // transports refuse one (cursor.ahead), from the seq written (or buffered) when it subscribes.
+      const ahead = cursorAheadProblem('events(afterSeq): afterSeq', afterSeq, this.sessionId, this.lastSeq);
+      if (ahead !== undefined) {
+        sub.error(new TurnstateError('cursor.ahead', ahead, { details: { lastSeq: this.lastSeq } }));
+        return;
+      }
       let last = afterSeq;
       let replaying = true;
       const buffered: SessionEvent[] = [];

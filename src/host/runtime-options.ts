@@ -6,6 +6,7 @@
  */
 import type { ArtifactStore, RuntimeOptions, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
+import { timerMsProblem } from '../limits.js';
 import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from '../registries/index.js';
 import { closestName } from '../registries/registry.js';
 import type { Registries } from '../registries/types.js';
@@ -95,8 +96,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   for (const name of ['now', 'newId', 'canAnswerApproval'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(`\`${name}\` must be a function, got ${typeName(options[name])}`);
   }
-  const p = options.passivateAfterMs;
-  if (p !== undefined && (typeof p !== 'number' || !Number.isFinite(p) || p < 0)) throw bad(`\`passivateAfterMs\` must be a number of milliseconds of at least 0 (0: never), got ${String(p)}`);
+  // As the CLI's --passivate-after: a whole number of milliseconds a timer can count (0: never).
+  const passivate = timerMsProblem('`passivateAfterMs`', options.passivateAfterMs, 0, 'never');
+  if (passivate !== undefined) throw bad(passivate);
   if (options.registries !== undefined) {
     const why = registriesProblem(options.registries);
     if (why !== undefined) throw bad(why);

@@ -6,6 +6,8 @@
 import { defer, from, switchMap } from 'rxjs';
 import type { SessionHandle } from '../api.js';
 import { normalizeConsumes } from '../envelope/consumers.js';
+import { TurnstateError } from '../errors.js';
+import { formatValue } from '../limits.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
 import type { SessionRecord } from '../types.js';
 import { checkAnswer } from './approval-answers.js';
@@ -45,6 +47,11 @@ export class SessionRef implements SessionHandle {
     return (await this.live(this.id)).updateTurnTools(turnId, tools, metadata);
   }
   events(afterSeq?: number) {
+    // Refused here, naming this call (not the store's readEvents that would meet it later). A cursor
+    // past the end of the log is refused when the subscription starts (Journal.events).
+    if (afterSeq !== undefined && !(typeof afterSeq === 'number' && Number.isSafeInteger(afterSeq) && afterSeq >= 0)) {
+      throw new TurnstateError('cursor.invalid', `events(afterSeq): afterSeq must be a non-negative integer seq (0: from the start), got ${formatValue(afterSeq)}`);
+    }
     // The host is found when someone subscribes, not now: an observable kept across passivation
     // subscribes to the session as it is then (the live host, or one reactivated from the store).
     // A subscriber that throws is reported, never rethrown into the process (containSubscribers).

@@ -24,6 +24,7 @@ import Anthropic, {
   APIUserAbortError,
 } from '@anthropic-ai/sdk';
 import { ModelError } from '../errors.js';
+import { timerMsProblem } from '../limits.js';
 import type { ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import { buildRequest } from './anthropic-request.js';
@@ -49,7 +50,7 @@ export interface AnthropicModelOptions {
   retry?: Partial<RetryPolicy>;
   /** Time allowed until the response headers arrive, per attempt (default the SDK's 10 min). */
   timeout?: number;
-  /** Abort an attempt whose stream delivers no event for this long (ms); 0 or unset: no idle limit. */
+  /** Abort an attempt whose stream delivers no event for this long (ms; an integer up to MAX_TIMER_MS); 0 or unset: no idle limit. */
   idleTimeout?: number;
   /** A ready client (its own retries are bypassed per request). Tests and proxies use this. */
   client?: Anthropic;
@@ -65,6 +66,10 @@ const DEFAULT_MAX_TOKENS = 4096;
 
 export function createAnthropicModel(options: AnthropicModelOptions = {}): ModelPort {
   const policy = resolveRetryPolicy(options.retry);
+  // Checked here, not at the first stall: a string, NaN or a negative would turn the watchdog off
+  // unnoticed, and a value past a timer's range would fire after 1 ms.
+  const idle = timerMsProblem('idleTimeout', options.idleTimeout, 0, 'no idle limit');
+  if (idle !== undefined) throw new TypeError(`createAnthropicModel: ${idle}`);
   const apiKey = options.client ? options.client.apiKey ?? undefined : options.apiKey ?? process.env.ANTHROPIC_API_KEY;
   if (!options.client && (apiKey === undefined || apiKey === '')) {
     throw new ModelError(

@@ -4,17 +4,19 @@
  * of its events reached the consumer); this module decides *when*.
  */
 import { ModelError } from '../errors.js';
+import { formatValue, timerMsProblem } from '../limits.js';
 
 export interface RetryPolicy {
   /** Retries after the first attempt (default 3; 0 disables). */
   retries: number;
-  /** Base delay of the exponential backoff (default 500 ms). */
+  /** Base delay of the exponential backoff (default 500 ms; an integer from 0 to MAX_TIMER_MS). */
   baseDelayMs: number;
-  /** Cap of one computed backoff delay (default 8 s). */
+  /** Cap of one computed backoff delay (default 8 s; an integer from 0 to MAX_TIMER_MS). */
   maxDelayMs: number;
   /**
-   * The longest `retry-after` honoured (default 60 s). A server asking for longer gets no retry:
-   * the error is thrown with its `retryAfterMs` so the caller can reschedule.
+   * The longest `retry-after` honoured (default 60 s; an integer from 0 to MAX_TIMER_MS). A server
+   * asking for longer gets no retry: the error is thrown with its `retryAfterMs` so the caller can
+   * reschedule.
    */
   maxRetryAfterMs: number;
 }
@@ -26,11 +28,24 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxRetryAfterMs: 60_000,
 });
 
+/**
+ * The policy with `p` over the defaults (a setting given as undefined keeps its default),
+ * checked: `retries` a finite number >= 0 (rounded down), each delay an integer of milliseconds a
+ * timer can wait (a longer one fires after 1 ms: a maxRetryAfterMs past it would hammer a server
+ * that asked to wait longer). A TypeError names the setting and the value received.
+ */
 export function resolveRetryPolicy(p: Partial<RetryPolicy> | undefined): RetryPolicy {
-  const r: RetryPolicy = { ...DEFAULT_RETRY_POLICY, ...(p ?? {}) };
-  for (const k of ['retries', 'baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
-    const v = r[k];
-    if (!Number.isFinite(v) || v < 0) throw new TypeError(`retry policy: ${k} must be a finite number >= 0 (got ${String(v)})`);
+  const r: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
+  for (const k of Object.keys(DEFAULT_RETRY_POLICY) as (keyof RetryPolicy)[]) {
+    const v = p?.[k];
+    if (v !== undefined) r[k] = v;
+  }
+  if (typeof r.retries !== 'number' || !Number.isFinite(r.retries) || r.retries < 0) {
+    throw new TypeError(`retry policy: retries must be a finite number >= 0, got ${formatValue(r.retries)}`);
+  }
+  for (const k of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
+    const problem = timerMsProblem(k, r[k], 0);
+    if (problem !== undefined) throw new TypeError(`retry policy: ${problem}`);
   }
   r.retries = Math.floor(r.retries);
   return r;

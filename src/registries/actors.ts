@@ -4,6 +4,7 @@
  * its own (names, shapes, self-handoff, duplicates) is rejected at registration.
  */
 import { RegistrationError } from '../errors.js';
+import { integerProblem } from '../limits.js';
 import { RESERVED_TOOL_NAMES, TOOL_NAME } from './tools.js';
 import { Registry } from './registry.js';
 import type { ActorDefinition, ActorRegistryApi } from './types.js';
@@ -107,12 +108,13 @@ export class ActorRegistry extends Registry<ActorDefinition> implements ActorReg
     for (const key of ['description', 'system', 'model'] as const) {
       if (d[key] !== undefined && typeof d[key] !== 'string') fail(`actors:${key}:string`, `${key} must be a string`);
     }
+    // Safe integers, as the runtime's limits (maxModelCallsPerTurn, maxRespondRetries) they stand in for.
     for (const key of ['maxTokens', 'maxModelCalls'] as const) {
-      if (d[key] !== undefined && !isPositiveInt(d[key])) fail(`actors:${key}:positive-integer`, `${key} must be a positive integer`);
+      const problem = integerProblem(key, d[key], 1);
+      if (problem !== undefined) fail(`actors:${key}:positive-integer`, problem);
     }
-    if (d.maxRespondRetries !== undefined && !(typeof d.maxRespondRetries === 'number' && Number.isInteger(d.maxRespondRetries) && d.maxRespondRetries >= 0)) {
-      fail('actors:maxRespondRetries:non-negative-integer', 'maxRespondRetries must be an integer >= 0');
-    }
+    const retries = integerProblem('maxRespondRetries', d.maxRespondRetries, 0);
+    if (retries !== undefined) fail('actors:maxRespondRetries:non-negative-integer', retries);
     if (d.thinking !== undefined) {
       const t = d.thinking as Record<string, unknown> | null;
       if (t === null || typeof t !== 'object' || !isPositiveInt(t.budgetTokens) || (t.budgetTokens as number) < MIN_THINKING_BUDGET) {

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { TurnstateError } from '../errors.js';
+import { formatValue } from '../limits.js';
 import type { ArtifactPut, ArtifactRecord } from '../api.js';
 
 /** `art_` and 22 base64url characters (16 random bytes). */
@@ -33,7 +34,7 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 export function maxArtifactBytes(value: number | undefined): number {
   if (value === undefined) return DEFAULT_MAX_ARTIFACT_BYTES;
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new TurnstateError('store.invalid_argument', `artifact store: maxBytes must be a positive integer, got ${String(value)}`);
+    throw new TurnstateError('store.invalid_argument', `artifact store: maxBytes must be a positive integer, got ${formatValue(value)}`);
   }
   return value;
 }

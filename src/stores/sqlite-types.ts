@@ -6,7 +6,7 @@ export interface SqliteStoreOptions {
   path: string;
   /** 'normal' (default): durable across process crashes. 'full': also across power loss. */
   synchronous?: 'normal' | 'full';
-  /** How long a write waits for another connection's lock before failing (default 5000). */
+  /** How long a write waits for another connection's lock before failing (ms; default 5000; an integer from 0 to MAX_TIMER_MS). */
   busyTimeoutMs?: number;
   /**
    * Hold the file's lock for as long as the store is open (`locking_mode = EXCLUSIVE`): no

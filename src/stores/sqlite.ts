@@ -13,6 +13,7 @@
  */
 import type { Database as Db, Statement } from 'better-sqlite3';
 import { TurnstateError } from '../errors.js';
+import { timerMsProblem } from '../limits.js';
 import { LOG_SPAN, openFailed, openSqliteFile } from './sqlite-schema.js';
 
 export { migrateSqlite, SQLITE_SCHEMA_VERSION } from './sqlite-schema.js';
@@ -73,8 +74,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   if (sync !== 'normal' && sync !== 'full') {
     throw storeError('store.invalid_argument', `createSqliteStore: synchronous must be 'normal' or 'full', got ${JSON.stringify(sync)}`);
   }
+  // Checked before better-sqlite3 sees it (its error names its own "timeout" option).
+  const busy = timerMsProblem('busyTimeoutMs', options.busyTimeoutMs, 0);
+  if (busy !== undefined) throw storeError('store.invalid_argument', `createSqliteStore: ${busy}`);
   const readonly = options.readonly === true;
-  const db = openSqliteFile(options, readonly, sync);
+  // -0 passes as 0 (better-sqlite3 refuses -0 as "not a 32-bit signed integer").
+  const db = openSqliteFile(Object.is(options.busyTimeoutMs, -0) ? { ...options, busyTimeoutMs: 0 } : options, readonly, sync);
 
   // Every statement is prepared here, while the store opens: a file whose schema lacks what they
   // read (a file that claims this version but is not a store of it) fails to open.

@@ -17,6 +17,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../api.js';
+import { timerMsProblem } from '../limits.js';
 import { HttpError, clientErrorResponse, rejectUpgrade, requestUrl, sendError, sendJson } from './http.js';
 import type { HttpTransport } from './types.js';
 
@@ -34,7 +35,7 @@ export interface StartServerOptions {
   allowedHosts?: readonly string[] | '*';
   /** Close the runtime after the transports on `close()` (default true). */
   closeRuntime?: boolean;
-  /** Grace period for open connections on close before they are destroyed (default 5000 ms). */
+  /** Grace period for open connections on close before they are destroyed (default 5000 ms; an integer from 0 to MAX_TIMER_MS). */
   closeTimeoutMs?: number;
 }
 
@@ -49,6 +50,9 @@ export interface RunningServer {
 
 /** Starts the server; resolves once it listens. */
 export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
+  // Checked before the server listens: NaN or a value past a timer's range would destroy open connections after 1 ms.
+  const closeTimeout = timerMsProblem('closeTimeoutMs', opts.closeTimeoutMs, 0);
+  if (closeTimeout !== undefined) throw new TypeError(`startServer: ${closeTimeout}`);
   const transports = opts.transports;
   const host = opts.host ?? '127.0.0.1';
   let closing: Promise<void> | undefined;

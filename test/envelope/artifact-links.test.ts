@@ -28,3 +28,13 @@ describe('artifact links: the base URL', () => {
     }
   });
 });
+
+describe('artifact links: the lifetime', () => {
+  it('artifacts:link:ttl-shown — "ttlSeconds must be a whole number of seconds from 1 to 315360000": the refusal shows the value received, a string quoted and -0 as -0, not as the number String() makes of them', () => {
+    for (const [ttlSeconds, shown] of [['1000', '"1000"'], [-0, '-0'], [Number.NaN, 'NaN'], [1.5, '1.5'], [2 ** 31, '2147483648']] as const) {
+      expect(() => createArtifactLinks({ baseUrl: 'https://desk.example.com', secret: SECRET, ttlSeconds: ttlSeconds as number }), shown).toThrow(
+        expect.objectContaining({ code: 'artifact.links_invalid', message: expect.stringContaining(`ttlSeconds must be a whole number of seconds from 1 to 315360000 (10 years), got ${shown}`) }),
+      );
+    }
+  });
+});

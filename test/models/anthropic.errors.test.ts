@@ -4,6 +4,7 @@ import { inspect } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ModelError } from '../../src/errors.js';
+import { MAX_TIMER_MS } from '../../src/limits.js';
 import type { ModelErrorCode } from '../../src/errors.js';
 import { Attempt, createAnthropicModel } from '../../src/models/anthropic.js';
 import type { LoopbackTurn } from '../../src/models/loopback-server.js';
@@ -187,6 +188,14 @@ describe('anthropic adapter: error mapping', () => {
     const e = asModelError(error);
     expect(e.code).toBe('model.timeout');
     expect(events.length).toBeGreaterThan(0);
+  });
+
+  it(`models:options:idle-timeout — "idleTimeout is an integer from 0 (off) to ${MAX_TIMER_MS}": a string, NaN or a negative would leave a stalled stream unwatched, and a value past a timer's range fire after 1 ms; refused by createAnthropicModel naming idleTimeout and the value received`, () => {
+    const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days; 0: no idle limit)`;
+    for (const [v, shown] of [['300', '"300"'], [Number.NaN, 'NaN'], [-1, '-1'], [2 ** 31, '2147483648'], [1.5, '1.5'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
+      expect(() => createAnthropicModel({ apiKey: TEST_KEY, idleTimeout: v as number }), String(v)).toThrow(new TypeError(`createAnthropicModel: idleTimeout must be ${range}, got ${shown}`));
+    }
+    for (const idleTimeout of [0, 1, MAX_TIMER_MS]) expect(createAnthropicModel({ apiKey: TEST_KEY, idleTimeout }).name).toBe('anthropic');
   });
 
   it('models:error:idle-from-last-event — "abort when the stream delivers no event for this many ms": counted from the last event, not from the watchdog\'s last check', () => {

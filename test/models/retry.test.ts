@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ModelError } from '../../src/errors.js';
+import { MAX_TIMER_MS } from '../../src/limits.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from '../../src/models/retry.js';
 
 const h = (o: Record<string, string>) => new Headers(o);
@@ -27,6 +28,18 @@ describe('retry policy', () => {
     expect(retryDelay(0, new ModelError('model.rate_limited', 'x', { retryable: true, retryAfterMs: 61_000 }), p)).toBeUndefined();
     expect(DEFAULT_RETRY_POLICY.retries).toBe(3);
     expect(() => resolveRetryPolicy({ retries: -1 })).toThrow(/retries must be/);
+  });
+
+  it(`models:retry:delay-range — "each delay is an integer from 0 to ${MAX_TIMER_MS} ms": a maxRetryAfterMs past a timer's range would sleep 1 ms and hammer a server that asked to wait days; refused naming the setting and the value received; a setting given as undefined keeps its default`, () => {
+    const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+    for (const k of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
+      for (const [v, shown] of [[4_000_000_000, '4000000000'], [Number.NaN, 'NaN'], [-1, '-1'], [1.5, '1.5'], ['500', '"500"']] as const) {
+        expect(() => resolveRetryPolicy({ [k]: v }), `${k} ${String(v)}`).toThrow(new TypeError(`retry policy: ${k} must be ${range}, got ${shown}`));
+      }
+      expect(resolveRetryPolicy({ [k]: MAX_TIMER_MS })[k]).toBe(MAX_TIMER_MS);
+    }
+    expect(() => resolveRetryPolicy({ retries: '3' as never })).toThrow(new TypeError('retry policy: retries must be a finite number >= 0, got "3"'));
+    expect(resolveRetryPolicy({ maxDelayMs: undefined, retries: undefined })).toEqual(DEFAULT_RETRY_POLICY);
   });
 
   it('models:retry:retry-after-parse — ms header, seconds, HTTP date, garbage', () => {

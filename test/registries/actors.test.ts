@@ -96,6 +96,20 @@ describe('ActorRegistry', () => {
     expect(r.register({ name: 'b', compat: { mode: 'respond_to_user', deliverDrafts: true } }).compat).toEqual({ mode: 'respond_to_user', deliverDrafts: true });
   });
 
+  it('actors:bounds:safe-integers — "maxModelCalls / maxRespondRetries take the place of the runtime\'s limits": like limits.maxModelCallsPerTurn and limits.maxRespondRetries they are safe integers (2^53+2 and 1e300 are refused, as maxTokens), and a refusal shows the value received', () => {
+    const r = new ActorRegistry();
+    for (const key of ['maxTokens', 'maxModelCalls'] as const) {
+      for (const [v, shown] of [[2 ** 53 + 2, '9007199254740994'], [1e300, '1e+300'], ['1000', '"1000"'], [-0, '-0'], [Number.NaN, 'NaN']] as const) {
+        expectRule(() => r.register({ name: 'a', [key]: v } as never), `actors:${key}:positive-integer`, `${key} must be an integer of at least 1, got ${shown}`);
+      }
+    }
+    for (const [v, shown] of [[2 ** 53 + 2, '9007199254740994'], [-1, '-1'], ['2', '"2"'], [1.5, '1.5']] as const) {
+      expectRule(() => r.register({ name: 'a', maxRespondRetries: v as number }), 'actors:maxRespondRetries:non-negative-integer', `maxRespondRetries must be an integer of at least 0, got ${shown}`);
+    }
+    expect(r.has('a')).toBe(false);
+    expect(r.register({ name: 'a', maxTokens: Number.MAX_SAFE_INTEGER, maxModelCalls: Number.MAX_SAFE_INTEGER, maxRespondRetries: -0 }).name).toBe('a');
+  });
+
   it('actors:compat:no-handoffs — "passTo names a known handoff target": a compatibility actor has no respond() to pass the turn with, so handoffs on it are refused naming both fields (AAP /meta and its card would advertise what it can never reach)', () => {
     const r = new ActorRegistry();
     expectRule(() => r.register({ name: 'voice', compat: 'respond_to_user', handoffs: ['flights'] }), 'actors:compat:no-handoffs', 'handoffs', 'compat');

@@ -195,6 +195,30 @@ for (const storeKind of ['memory', 'async', 'sqlite'] as const) {
       });
     }
 
+    it('events:cursor:checked — "a subscriber from k receives exactly the events k+1 .. n": an afterSeq that is no seq (NaN, negative, fractional, a string) is refused by events(afterSeq) itself (cursor.invalid), and one past the session\'s last seq errors the subscription with cursor.ahead naming the last seq, as SSE and WebSocket refuse such a cursor, instead of silently skipping the events up to it', async () => {
+      const { rt } = make();
+      const s = await rt.createSession({ actor: 'a' });
+      await (await s.send('go')).settled;
+      const last = (await s.snapshot()).lastSeq;
+      for (const [v, shown] of [[Number.NaN, 'NaN'], [-1, '-1'], [1.5, '1.5'], ['3', '"3"'], [Number.POSITIVE_INFINITY, 'Infinity'], [2 ** 53 + 2, '9007199254740994']] as const) {
+        expect(() => s.events(v as number), String(v)).toThrow(
+          expect.objectContaining({ code: 'cursor.invalid', message: `events(afterSeq): afterSeq must be a non-negative integer seq (0: from the start), got ${shown}` }),
+        );
+      }
+      const err = await new Promise<unknown>((resolve) => s.events(last + 5).subscribe({ next: () => resolve('an event'), error: resolve }));
+      expect(err).toMatchObject({
+        code: 'cursor.ahead',
+        message: `events(afterSeq): afterSeq ${last + 5} is past the end of session "${s.id}" (its last seq is ${last}); resume from a seq this session sent, or from 0`,
+        details: { lastSeq: last },
+      });
+      // From the last seq (or -0, which is 0): the next turn's events, the first of them last + 1.
+      const next = firstValueFrom(s.events(last));
+      const all = firstValueFrom(s.events(-0));
+      await (await s.send('again')).settled;
+      expect((await next).seq).toBe(last + 1);
+      expect((await all).seq).toBe(1);
+    });
+
     it('events:events-stable — the same events are readable from the store after the turn', async () => {
       const { rt } = make();
       const s = await rt.createSession({ actor: 'a' });

@@ -103,6 +103,12 @@ for (const [kind, make] of stores) {
         expect(() => make(bad)).toThrow(expect.objectContaining({ code: 'store.invalid_argument', message: expect.stringContaining('maxBytes must be a positive integer') }));
       }
     });
+
+    it('artifacts:store:max-bytes-shown — "a refusal shows the value received": a string is shown quoted and -0 as -0, not as the number String() makes of them', () => {
+      for (const [bad, shown] of [['1000', '"1000"'], [-0, '-0'], [Number.NaN, 'NaN'], [2 ** 53 + 2, '9007199254740994']] as const) {
+        expect(() => make(bad as number), shown).toThrow(expect.objectContaining({ code: 'store.invalid_argument', message: `artifact store: maxBytes must be a positive integer, got ${shown}` }));
+      }
+    });
   });
 }
 

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { TurnstateError } from '../../src/errors.js';
+import { MAX_TIMER_MS } from '../../src/limits.js';
 import type { SessionStore } from '../../src/machines/ports.js';
 import { createSqliteStore, SQLITE_SCHEMA_VERSION } from '../../src/stores/sqlite.js';
 import { SCHEMAS } from '../../src/stores/sqlite-schema.js';
@@ -133,6 +134,16 @@ describe('sqlite store specifics', () => {
     expect(codeOf(() => createSqliteStore({ path: '' }))).toBe('store.invalid_argument');
     expect(codeOf(() => createSqliteStore({ path: fresh(), synchronous: 'off' as 'full' }))).toBe('store.invalid_argument');
     expect(codeOf(() => createSqliteStore({ path: join(dir, 'no-such-dir', 'x.db') }))).toBe('store.open_failed');
+  });
+
+  it(`store:sqlite:options:busy-timeout — "busyTimeoutMs is an integer from 0 to ${MAX_TIMER_MS}": checked by the store, naming busyTimeoutMs and the value received, before better-sqlite3 sees it (its error names its own "timeout" option); -0 opens as 0`, () => {
+    const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+    for (const [v, shown] of [[-1, '-1'], [1.5, '1.5'], [Number.NaN, 'NaN'], [Number.POSITIVE_INFINITY, 'Infinity'], ['1000', '"1000"'], [2 ** 31, '2147483648']] as const) {
+      expect(() => createSqliteStore({ path: ':memory:', busyTimeoutMs: v as number }), String(v)).toThrow(
+        expect.objectContaining({ code: 'store.invalid_argument', message: `createSqliteStore: busyTimeoutMs must be ${range}, got ${shown}` }),
+      );
+    }
+    for (const busyTimeoutMs of [0, -0, MAX_TIMER_MS]) createSqliteStore({ path: ':memory:', busyTimeoutMs }).close();
   });
 
   it('store:sqlite:open:not-a-database — a file that is not a SQLite database is refused with store.open_failed naming the path and the cause, writable or read-only, and left as it was', () => {

@@ -5,6 +5,7 @@
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
+import { MAX_TIMER_MS } from '../../src/limits.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { healthTransport, startServer } from '../../src/transports/server.js';
@@ -127,6 +128,20 @@ describe('startServer', () => {
       expect(await upgrade(`localhost:${srv.port}`)).toBe(101);
     } finally {
       await srv.close();
+    }
+  });
+
+  it(`server:close-timeout — "closeTimeoutMs is an integer from 0 to ${MAX_TIMER_MS}": NaN or a value past a timer's range would destroy in-flight requests after 1 ms; refused before the server listens, naming the value received`, async () => {
+    const rt = runtime();
+    try {
+      for (const [v, shown] of [[Number.NaN, 'NaN'], [2 ** 31, '2147483648'], [-1, '-1'], [1.5, '1.5'], ['5000', '"5000"'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
+        await expect(startServer({ runtime: rt, transports: [], port: 0, closeTimeoutMs: v as number }), String(v)).rejects.toThrow(
+          new TypeError(`startServer: closeTimeoutMs must be an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days), got ${shown}`),
+        );
+      }
+      for (const closeTimeoutMs of [0, MAX_TIMER_MS]) await (await startServer({ runtime: rt, transports: [], port: 0, closeRuntime: false, closeTimeoutMs })).close();
+    } finally {
+      await rt.close();
     }
   });
 

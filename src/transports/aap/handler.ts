@@ -7,10 +7,9 @@
  * with other transports on one server. Sessions of another tenant are 404, like unknown ones.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SessionHandle, SessionRuntime } from '../../api.js';
+import type { SessionHandle } from '../../api.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal, SessionRecord } from '../../types.js';
-import type { Authenticate } from '../types.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   HttpError,
@@ -36,6 +35,7 @@ import {
   type ResolvedAgent,
 } from './agents.js';
 import { MessageBuilder } from './messages.js';
+import { checkAapOptions, type AapOptions } from './options.js';
 import { createDelivery } from '../../envelope/delivery.js';
 import { AapProjector, type PartClass } from './projector.js';
 import { parseCreateSessionRequest, parseTurnRequest } from './schema.js';
@@ -43,25 +43,7 @@ import { AAP_METADATA_KEY, SessionConfigs, type AapSessionConfig } from './sessi
 import { RunningTurns, runTurnRequest } from './turns.js';
 import { AAP_PROTOCOL_VERSION, STREAM_MODES, type MetaResponse, type SessionResponse, type StreamMode } from './types.js';
 
-export interface AapOptions {
-  runtime: SessionRuntime;
-  /** Request -> principal, or 401/403. Without it every request is the anonymous principal. */
-  authenticate?: Authenticate;
-  /** Request-body limit in bytes (default 1 MiB); larger bodies are 413. */
-  maxBodyBytes?: number;
-  /** Agents offered (default: every registered actor, each with its defaults). */
-  agents?: AapAgentConfig[];
-  /** Mount point, e.g. `/aap` (default: the root). */
-  basePath?: string;
-  /** Stream modes declared in `/meta` and accepted (default: delta, message, none). */
-  streamModes?: StreamMode[];
-  /** Serve `GET /meta` without authentication (default false). */
-  publicMeta?: boolean;
-  /** SSE heartbeat interval in ms (default 15000; 0 disables). */
-  heartbeatMs?: number;
-  /** On close, how long running requests may take to finish (default 10000 ms). */
-  closeGraceMs?: number;
-}
+export type { AapOptions } from './options.js';
 
 export type AapHandler = ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) & {
   /**
@@ -81,6 +63,7 @@ const PAGE_SIZE = 100;
 
 /** Builds the AAP request handler for a node:http server (or any framework exposing req/res). */
 export function createAapHandler(opts: AapOptions): AapHandler {
+  checkAapOptions(opts);
   const { runtime } = opts;
   const maxBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const modes = opts.streamModes ?? [...STREAM_MODES];

@@ -3,6 +3,7 @@
  * authentication hook, the codec, the limits, and the set of open connections.
  */
 import type { SessionHandle, SessionRuntime } from '../../api.js';
+import { cursorAheadProblem } from '../../limits.js';
 import type { Principal } from '../../types.js';
 import { sameTenant } from '../http.js';
 import type { Authenticate } from '../types.js';
@@ -66,14 +67,11 @@ export async function visibleSession(runtime: SessionRuntime, principal: Princip
 
 /**
  * The refusal for a resume cursor (SSE `Last-Event-ID` / `?after`, WebSocket `resumeFrom`) past
- * the end of the session's log, else undefined. Such a cursor was never sent by this session;
- * following from it would silently skip every event up to it.
+ * the end of the session's log, else undefined: the rule `session.events(afterSeq)` applies too
+ * (cursorAheadProblem).
  */
 export async function cursorPastEnd(session: SessionHandle, after: number, source: string): Promise<{ lastSeq: number; message: string } | undefined> {
   const { lastSeq } = await session.snapshot();
-  if (after <= lastSeq) return undefined;
-  return {
-    lastSeq,
-    message: `${source} ${after} is past the end of session "${session.id}" (its last seq is ${lastSeq}); resume from a seq this session sent, or from 0`,
-  };
+  const message = cursorAheadProblem(source, after, session.id, lastSeq);
+  return message === undefined ? undefined : { lastSeq, message };
 }

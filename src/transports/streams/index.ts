@@ -13,6 +13,7 @@ import type { SessionRuntime } from '../../api.js';
 import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.js';
 import type { Authenticate, HttpTransport } from '../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
+import { MIN_HEARTBEAT_MS, integerProblem, timerMsProblem } from '../../limits.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
 import { serveSse, serverClosing } from './sse.js';
@@ -29,13 +30,13 @@ export interface StreamsTransportOptions {
   authenticate?: Authenticate;
   /** Directory served at `/` (the demo page). Omit to serve no files. */
   webRoot?: string;
-  /** Per subscriber: bytes queued plus buffered in the socket (default 1 MiB). */
+  /** Per subscriber: bytes queued plus buffered in the socket (default 1 MiB; an integer of at least 1). */
   maxBufferedBytes?: number;
-  /** SSE comment / WebSocket heartbeat interval (default 15 000 ms). */
+  /** SSE comment / WebSocket heartbeat interval (default 15 000 ms; an integer from 100 to MAX_TIMER_MS). */
   heartbeatMs?: number;
-  /** SSE `retry:` (default 2 000 ms). */
+  /** SSE `retry:` (default 2 000 ms; an integer from 1 to MAX_TIMER_MS). */
   retryMs?: number;
-  /** Largest WebSocket client frame (default 64 KiB); 16 times this closes the connection with 1009. */
+  /** Largest WebSocket client frame (default 64 KiB; an integer of at least 1); 16 times this closes the connection with 1009. */
   maxFrameBytes?: number;
   /**
    * Browser origins (`https://app.example.com`) whose pages may open `/ws`, besides the server's
@@ -67,10 +68,11 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
     authenticate: opts.authenticate,
     codec: createEventCodec(createDelivery(opts.runtime.registries.partTypes)),
     limits: {
-      maxBufferedBytes: positive(opts.maxBufferedBytes, 'maxBufferedBytes') ?? 1024 * 1024,
-      heartbeatMs: positive(opts.heartbeatMs, 'heartbeatMs') ?? 15_000,
-      retryMs: positive(opts.retryMs, 'retryMs') ?? 2_000,
-      maxFrameBytes: positive(opts.maxFrameBytes, 'maxFrameBytes') ?? 64 * 1024,
+      maxBufferedBytes: checked(opts.maxBufferedBytes, integerProblem('maxBufferedBytes', opts.maxBufferedBytes, 1)) ?? 1024 * 1024,
+      heartbeatMs: checked(opts.heartbeatMs, timerMsProblem('heartbeatMs', opts.heartbeatMs, MIN_HEARTBEAT_MS)) ?? 15_000,
+      // The SSE `retry:` field takes digits only; the browser waits that long before reconnecting.
+      retryMs: checked(opts.retryMs, timerMsProblem('retryMs', opts.retryMs, 1)) ?? 2_000,
+      maxFrameBytes: checked(opts.maxFrameBytes, integerProblem('maxFrameBytes', opts.maxFrameBytes, 1)) ?? 64 * 1024,
     },
     allowedOrigins: originPolicy(opts.allowedOrigins),
     connections: new Set<StreamConnection>(),
@@ -153,9 +155,9 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
   };
 }
 
-function positive(v: number | undefined, name: string): number | undefined {
-  if (v === undefined) return undefined;
-  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`createStreamsTransport: ${name} must be a positive number, got ${v}`);
+/** `v`, or a TypeError stating `problem` (the option's refusal, from limits.ts). */
+function checked(v: number | undefined, problem: string | undefined): number | undefined {
+  if (problem !== undefined) throw new TypeError(`createStreamsTransport: ${problem}`);
   return v;
 }
 

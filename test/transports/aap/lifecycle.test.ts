@@ -5,8 +5,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { Runtime } from '../../../src/api.js';
+import { MAX_TIMER_MS } from '../../../src/limits.js';
 import type { ModelScript } from '../../../src/models/script.js';
 import { createScriptedModel } from '../../../src/models/scripted.js';
 import { createRuntime } from '../../../src/runtime.js';
@@ -143,5 +144,34 @@ describe('AAP SSE turns that do not finish on their stream', () => {
     expect(raw.endsWith('\n\n')).toBe(true);
     hold.release();
     await closing;
+  });
+});
+
+describe('createAapHandler: the options', () => {
+  const runtime = createRuntime({ model: createScriptedModel(SLOW) });
+  afterAll(async () => runtime.close());
+  const refused = (opts: Record<string, unknown>, message: string): void => {
+    expect(() => createAapHandler({ runtime, ...opts }), message).toThrow(new TypeError(`createAapHandler: ${message}`));
+  };
+  const timer = `${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+
+  it('aap:options:checked — "as createRuntime does": an unknown option is refused naming the one it resembles; maxBodyBytes is a positive integer (NaN no longer means no limit), heartbeatMs 0 (off) or an integer from 100 ms, closeGraceMs an integer from 0, each within a timer\'s range; every refusal shows the value received', async () => {
+    refused({ heartbeatMS: 1000 }, '`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are runtime, authenticate, maxBodyBytes, agents, basePath, streamModes, publicMeta, heartbeatMs, closeGraceMs');
+    refused({ maxBodyByte: 10 }, '`maxBodyByte` is not an option (did you mean `maxBodyBytes`?); the options are runtime, authenticate, maxBodyBytes, agents, basePath, streamModes, publicMeta, heartbeatMs, closeGraceMs');
+    for (const [v, shown] of [[Number.NaN, 'NaN'], [-1, '-1'], [0, '0'], [1.5, '1.5'], ['10', '"10"'], [2 ** 53 + 2, '9007199254740994'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
+      refused({ maxBodyBytes: v }, `\`maxBodyBytes\` must be an integer of at least 1, got ${shown}`);
+    }
+    for (const [v, shown] of [[2 ** 31, '2147483648'], [0.5, '0.5'], [Number.NaN, 'NaN'], [-1, '-1'], [-0.5, '-0.5'], [99, '99'], ['300', '"300"']] as const) {
+      refused({ heartbeatMs: v }, `\`heartbeatMs\` must be 0 (no heartbeat) or an integer from 100 to ${timer}, got ${shown}`);
+    }
+    for (const [v, shown] of [[2 ** 31, '2147483648'], [Number.NaN, 'NaN'], [-1, '-1'], [1.5, '1.5'], ['10000', '"10000"']] as const) {
+      refused({ closeGraceMs: v }, `\`closeGraceMs\` must be an integer from 0 to ${timer}, got ${shown}`);
+    }
+    refused({ streamModes: ['delta', 'sse'] }, "`streamModes` must be an array of 'delta', 'message', 'none', got [\"delta\",\"sse\"]");
+    refused({ authenticate: 'bearer' }, '`authenticate` must be a function, got "bearer"');
+    expect(() => createAapHandler({ runtime: undefined as never })).toThrow(new TypeError('createAapHandler: needs a `runtime` (createRuntime())'));
+    for (const ok of [{ heartbeatMs: 0, closeGraceMs: 0, maxBodyBytes: 1 }, { heartbeatMs: 100, closeGraceMs: MAX_TIMER_MS }, { heartbeatMs: MAX_TIMER_MS, maxBodyBytes: Number.MAX_SAFE_INTEGER }]) {
+      await createAapHandler({ runtime, ...ok }).close();
+    }
   });
 });

@@ -1,5 +1,7 @@
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_TIMER_MS } from '../../../src/limits.js';
+import { createStreamsTransport } from '../../../src/transports/streams/index.js';
 import type { SessionEvent } from '../../../src/types.js';
 import { createTravelRuntime, serve, type Served } from './app.js';
 import { eventsOf, readSse } from './clients.js';
@@ -187,4 +189,42 @@ describe('streams: SSE over 127.0.0.1 against the real runtime', () => {
     expect(opens).toBeGreaterThanOrEqual(2);
     recorded = await srv.runtime.store.readEvents(sessionId, 0);
   }, 15_000);
+});
+
+describe('streams: createStreamsTransport refuses options it cannot use', () => {
+  const runtime = createTravelRuntime();
+  afterAll(async () => runtime.close());
+  const refused = (opts: Record<string, unknown>, message: string): void => {
+    expect(() => createStreamsTransport({ runtime, ...opts }), message).toThrow(new TypeError(`createStreamsTransport: ${message}`));
+  };
+  const range = (min: number): string => `an integer from ${min} to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+
+  it(`streams:options:heartbeat-range — "heartbeatMs is an integer from 100 to ${MAX_TIMER_MS}": past a timer's range it would fire every millisecond (every WebSocket terminated, SSE flooded), below 100 it is a flood, not a keep-alive; refused naming the value received`, async () => {
+    for (const [v, shown] of [
+      [MAX_TIMER_MS + 1, String(MAX_TIMER_MS + 1)],
+      [1e300, '1e+300'],
+      [0.001, '0.001'],
+      [1.5, '1.5'],
+      [99, '99'],
+      [0, '0'],
+      [-0, '-0'],
+      [-1, '-1'],
+      [Number.NaN, 'NaN'],
+      [Number.POSITIVE_INFINITY, 'Infinity'],
+      ['1000', '"1000"'],
+    ] as const) {
+      refused({ heartbeatMs: v }, `heartbeatMs must be ${range(100)}, got ${shown}`);
+    }
+    for (const heartbeatMs of [100, MAX_TIMER_MS]) await createStreamsTransport({ runtime, heartbeatMs }).close();
+  });
+
+  it('streams:options:retry-integer — "retryMs is an integer from 1 ms": the SSE retry: field takes digits only, so 1.5 would be ignored by the browser; the byte limits are integers of at least 1', async () => {
+    for (const [v, shown] of [[1.5, '1.5'], [0, '0'], [MAX_TIMER_MS + 1, String(MAX_TIMER_MS + 1)], ['2000', '"2000"'], [Number.NaN, 'NaN']] as const) {
+      refused({ retryMs: v }, `retryMs must be ${range(1)}, got ${shown}`);
+    }
+    refused({ maxBufferedBytes: 1.5 }, 'maxBufferedBytes must be an integer of at least 1, got 1.5');
+    refused({ maxFrameBytes: '4096' }, 'maxFrameBytes must be an integer of at least 1, got "4096"');
+    refused({ maxFrameBytes: -0 }, 'maxFrameBytes must be an integer of at least 1, got -0');
+    await createStreamsTransport({ runtime, retryMs: 1, maxBufferedBytes: 1, maxFrameBytes: 1 }).close();
+  });
 });
