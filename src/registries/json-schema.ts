@@ -11,6 +11,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { formatValue } from '../limits.js';
 
 /** ajv-formats is CommonJS: under NodeNext its plugin is the `.default` of the module. */
 const addFormats = addFormatsModule.default;
@@ -161,7 +162,7 @@ const CHECKED_MAX = 512;
  * dropped with it; the answer is cached by the text's hash.
  */
 export function argumentSchemaProblem(schema: Record<string, unknown>): string | undefined {
-  if (schema.type !== 'object') return `must have type: 'object' at its root (tool arguments are always an object), got ${JSON.stringify(schema.type) ?? 'no type'}`;
+  if (schema.type !== 'object') return `must have type: 'object' at its root (tool arguments are always an object), got ${schema.type === undefined ? 'no type' : formatValue(schema.type)}`;
   let key: string;
   try {
     key = createHash('sha256').update(JSON.stringify(schema)).digest('base64url');

@@ -330,14 +330,21 @@ describe('client-side tools and parallel calls', () => {
       { parameters: { type: 'object', properties: { a: { type: 'strang' } } }, message: /the parameters of client tool "pick" is not a valid JSON Schema/ },
       // Nested deeper than a stack: still a 400 naming the field, never a 500.
       { parameters: JSON.parse(`{"type":"object","properties":{"a":${'{"items":'.repeat(1500)}{}${'}'.repeat(1500)}}}`), message: /the parameters of client tool "pick" (cannot be read as JSON|is not a valid JSON Schema)/ },
+      // The same nesting in the root `type`, sent as text (the refusal once showed the whole value: a stack overflow, a 500).
+      { parameters: `{"type":${'[{"a":'.repeat(10_000)}1${'}]'.repeat(10_000)}}`, message: /the parameters of client tool "pick" must have type: 'object' at its root .*got an array$/ },
+      // A long `type` is shown cut, not echoed whole into the error body.
+      { parameters: { type: 'x'.repeat(900_000) }, message: /must have type: 'object' at its root .*got "x{50,60}…$/ },
     ];
     for (const { parameters, message } of bad) {
-      const tools = [{ name: 'ok', description: 'fine', parameters: { type: 'object' } }, { name: 'pick', description: 'pick one', parameters }];
-      const created = await api(hp.url, '/sessions', { body: { agent: { name: 'assistant' }, tools } });
+      const ok = { name: 'ok', description: 'fine', parameters: { type: 'object' } };
+      const tools = typeof parameters === 'string'
+        ? `[${JSON.stringify(ok)},{"name":"pick","description":"pick one","parameters":${parameters}}]`
+        : JSON.stringify([ok, { name: 'pick', description: 'pick one', parameters }]);
+      const created = await api(hp.url, '/sessions', { body: `{"agent":{"name":"assistant"},"tools":${tools}}` });
       expect(created.status).toBe(400);
       expect(created.json.error).toMatchObject({ code: 'request.invalid', path: '/tools/1/parameters', message: expect.stringMatching(message) });
       const sid = await createSession(hp.url, { name: 'assistant' });
-      const r = await turn(hp.url, sid, user('hi', 'none', { tools }));
+      const r = await api(hp.url, `/sessions/${sid}/turns`, { body: `{"stream":"none","messages":[{"role":"user","content":"hi"}],"tools":${tools}}` });
       expect(r.status).toBe(400);
       expect(r.json.error).toMatchObject({ code: 'request.invalid', path: '/tools/1/parameters', message: expect.stringMatching(message) });
       expect(await history(hp.url, sid)).toEqual([]);

@@ -234,6 +234,12 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     expect(await c.closed()).toBe(1009);
   });
 
+  it('ws:close:1007 — "a text frame that is not valid UTF-8" closes the connection with 1007 (invalid payload), as the close-code table says', async () => {
+    const c = await connect();
+    c.ws.send(Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), { binary: false });
+    expect(await c.closed()).toBe(1007);
+  });
+
   it('ws:heartbeat — the server sends app-level heartbeat frames on an idle connection', async () => {
     const c = await connect();
     const hb = await c.next((f) => f.type === 'heartbeat', 2_000);
