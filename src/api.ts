@@ -5,6 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { Observable } from 'rxjs';
+import type { InspectionEvent } from 'xstate';
 import type {
   AgentCard,
   AnswerResult,
@@ -175,10 +176,11 @@ export interface RuntimeOptions {
   store?: SessionStore;
   registries?: Registries;
   /**
-   * Passed to every XState actor the runtime creates: a callback or an observer (e.g. @statelyai/inspect's `inspect`).
-   * With it, sessions run their machine on a live XState actor (without it, compiled: docs/machines/README.md).
+   * Passed to every XState actor the runtime creates: a callback or an observer of XState's
+   * inspection events (e.g. @statelyai/inspect's `inspector.inspect`, as it is). With it, sessions
+   * run their machine on a live XState actor (without it, compiled: docs/machines/README.md).
    */
-  inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
+  inspect?: ((event: InspectionEvent) => void) | { next?: (event: InspectionEvent) => void };
   limits?: Partial<RuntimeLimits>;
   /** Decides who may answer an approval (default: a principal of the session's tenant; of no tenant for a session without one). */
   canAnswerApproval?: (approval: ApprovalRecord, by: Principal) => boolean;

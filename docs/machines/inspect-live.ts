@@ -21,7 +21,6 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createWebSocketInspector } from '@statelyai/inspect';
 import { WebSocket, WebSocketServer } from 'ws';
-import type { InspectionEvent } from 'xstate';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 
@@ -138,8 +137,8 @@ const model = createScriptedModel({
 
 const rt = createRuntime({
   model,
-  // inspector.inspect is an observer ({ next }); RuntimeOptions.inspect takes a callback.
-  inspect: (e) => inspector.inspect.next?.(e as InspectionEvent),
+  // An observer ({ next }) of XState's inspection events, which RuntimeOptions.inspect takes as it is.
+  inspect: inspector.inspect,
 });
 rt.registries.tools.register({
   name: 'search_flights',

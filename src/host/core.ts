@@ -13,6 +13,7 @@ import type { ReasoningTraces } from '../envelope/reasoning.js';
 import type { ApprovalRecord, Part, Principal, Usage } from '../types.js';
 import type { Clock } from './clock.js';
 import type { HistoryCache } from './history-cache.js';
+import type { Inspector } from './inspector.js';
 import type { Journal } from './journal.js';
 import type { LiveMachine } from './live-machine.js';
 import type { ToolCatalog } from './tool-catalog.js';
@@ -33,7 +34,7 @@ export interface HostDeps {
   clock: Clock;
   newId: (prefix: string) => string;
   canAnswerApproval: (approval: ApprovalRecord, by: Principal) => boolean;
-  inspect?: ((event: unknown) => void) | { next?: (event: unknown) => void };
+  inspect?: Inspector;
   produceLlmContext?: (
     model: ModelPort,
     input: { sessionId: string; turnId: string; actor: string; parts: Part[]; data: unknown[]; signal: AbortSignal },

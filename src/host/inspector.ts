@@ -4,9 +4,11 @@
  * inspected; the runtime hands actors this wrapper instead, which contains the throw and reports
  * the first one as a process warning (code TURNSTATE_INSPECTOR_ERROR).
  */
-export type Inspector = ((event: unknown) => void) | { next?: (event: unknown) => void };
+import type { InspectionEvent } from 'xstate';
 
-export function containInspector(inspect: Inspector): (event: unknown) => void {
+export type Inspector = ((event: InspectionEvent) => void) | { next?: (event: InspectionEvent) => void };
+
+export function containInspector(inspect: Inspector): (event: InspectionEvent) => void {
   let reported = false;
   return (event) => {
     try {
@@ -16,7 +18,7 @@ export function containInspector(inspect: Inspector): (event: unknown) => void {
       if (reported) return;
       reported = true;
       const msg = err instanceof Error ? err.message : String(err);
-      process.emitWarning(`the inspector threw on an ${(event as { type?: string } | null)?.type ?? 'unknown'} event: ${msg} (ignored, as later ones will be)`, {
+      process.emitWarning(`the inspector threw on an ${event.type} event: ${msg} (ignored, as later ones will be)`, {
         code: 'TURNSTATE_INSPECTOR_ERROR',
       });
     }

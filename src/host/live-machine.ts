@@ -12,6 +12,7 @@
  * - `adopt` moves an idle session to a regenerated machine (a turn state registered later).
  */
 import { createActor, type Actor } from 'xstate';
+import type { Inspector } from './inspector.js';
 import { sessionMachineLimits, type RuntimeLimits } from '../limits.js';
 import type { CompiledRun } from '../machines/compiled-machine.js';
 import {
@@ -46,7 +47,7 @@ export class LiveMachine {
     private readonly entryActor: string,
     private readonly limits: RuntimeLimits,
     stored: unknown,
-    private readonly inspect: ((event: unknown) => void) | { next?: (event: unknown) => void } | undefined,
+    private readonly inspect: Inspector | undefined,
   ) {
     const snapshot = upgradeSessionSnapshot(machine, stored);
     if (!inspect) this.run = compiledSessionRun(machine, snapshot ?? this.initial());
@@ -73,7 +74,7 @@ export class LiveMachine {
     const a = createActor(this.machine, {
       input: this.input(),
       ...(snapshot ? { snapshot: snapshot as any } : {}),
-      ...(this.inspect ? { inspect: this.inspect as any } : {}),
+      ...(this.inspect ? { inspect: this.inspect } : {}),
     });
     const effects = this.effects;
     a.on('*', ((e: SessionEffect) => effects.push(e)) as any);

@@ -15,7 +15,7 @@ export const RESPOND_PROMPT_CORE = [
 
 export interface RespondPromptOptions {
   /** The calling actor's handoff targets; when given, the snippet says whom `passTo` may name. */
-  handoffs?: readonly string[];
+  handoffs?: readonly string[] | undefined;
 }
 
 function carriesLabel(def: PartTypeDefinition): string {

@@ -8,6 +8,7 @@ import type { InspectionEvent } from 'xstate';
 import { exportMachines } from '../../scripts/export-machines.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
+import type { RuntimeOptions } from '../../src/api.js';
 
 /** One turn: a tool call, then respond(complete). */
 function oneTurnModel() {
@@ -30,7 +31,7 @@ function oneTurnModel() {
   });
 }
 
-function setupRuntime(inspect: (e: unknown) => void) {
+function setupRuntime(inspect: NonNullable<RuntimeOptions['inspect']>) {
   const rt = createRuntime({ model: oneTurnModel(), inspect });
   rt.registries.tools.register({
     name: 'lookup',
@@ -126,7 +127,9 @@ describe('runtime: inspect', () => {
     // The session config is deeper than the default serialization depth (10): raise it so the
     // definition reaches the inspector whole.
     const inspector = createWebSocketInspector({ url, serializationDepthLimit: 32 });
-    const rt = setupRuntime((e) => inspector.inspect.next?.(e as InspectionEvent));
+    // The observer as @statelyai/inspect makes it, typed for XState's InspectionEvent: no cast
+    // (build:typecheck fails if RuntimeOptions.inspect stops taking it).
+    const rt = setupRuntime(inspector.inspect);
     try {
       const s = await rt.createSession({ actor: 'alpha' });
       expect((await (await s.send('find corfu')).settled).finalizedBy).toBe('complete');
