@@ -213,6 +213,7 @@ export interface SessionRuntime {
    * TurnstateError('actor.unknown') for an unregistered actor.
    */
   agentCard(actorName: string): AgentCard;
+  /** Throws TurnstateError('actor.unknown') for an unregistered actor, as agentCard does. */
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
   /** A session by id (reactivated from the store if passivated), or undefined. */
   session(id: string): Promise<SessionHandle | undefined>;

@@ -25,22 +25,34 @@ export class RegistrationError extends TurnstateError {
   }
 }
 
+/**
+ * Every ModelError code, as a runtime list (scripts and recordings are checked against it); the
+ * ModelErrorCode union is derived from it, so the two cannot drift.
+ */
+export const MODEL_ERROR_CODES = Object.freeze([
+  'model.rate_limited',
+  'model.overloaded',
+  'model.invalid_request',
+  'model.authentication',
+  'model.permission',
+  'model.not_found',
+  'model.connection',
+  'model.timeout',
+  'model.aborted',
+  'model.max_tokens',
+  'model.refusal',
+  'model.stream_error',
+  'model.server_error',
+  'model.unknown',
+] as const);
+
 /** Model failures, mapped from the provider SDK. `retryable` drives bounded backoff. */
-export type ModelErrorCode =
-  | 'model.rate_limited'
-  | 'model.overloaded'
-  | 'model.invalid_request'
-  | 'model.authentication'
-  | 'model.permission'
-  | 'model.not_found'
-  | 'model.connection'
-  | 'model.timeout'
-  | 'model.aborted'
-  | 'model.max_tokens'
-  | 'model.refusal'
-  | 'model.stream_error'
-  | 'model.server_error'
-  | 'model.unknown';
+export type ModelErrorCode = (typeof MODEL_ERROR_CODES)[number];
+
+/** Whether `code` is one of MODEL_ERROR_CODES. */
+export function isModelErrorCode(code: unknown): code is ModelErrorCode {
+  return (MODEL_ERROR_CODES as readonly unknown[]).includes(code);
+}
 
 export class ModelError extends TurnstateError {
   override readonly code: ModelErrorCode;

@@ -21,6 +21,7 @@ export type {
   SessionSnapshot,
   TurnOutcome,
   TurnRef,
+  TurnTools,
 } from './api.js';
 
 // Vocabulary.
@@ -38,6 +39,7 @@ export type {
   ExecutionOutcome,
   ExecutionRecord,
   InboundMessage,
+  Json,
   MailboxEntry,
   ModelMessage,
   ModelStopReason,
@@ -45,18 +47,26 @@ export type {
   Part,
   PartMetadata,
   PolicyResult,
+  PolicySource,
   Principal,
+  QueuedEntry,
+  RedactedThinkingBlock,
   Routing,
   Scope,
   SessionEvent,
   SessionEventBody,
   SessionEventOf,
   SessionEventType,
+  TextBlock,
+  ThinkingBlock,
+  ToolCallStatus,
+  ToolResultBlock,
   ToolSide,
+  ToolUseBlock,
   Usage,
 } from './types.js';
 export { assertNever } from './types.js';
-export { TurnstateError, RegistrationError, ModelError } from './errors.js';
+export { TurnstateError, RegistrationError, ModelError, MODEL_ERROR_CODES, isModelErrorCode } from './errors.js';
 export type { ModelErrorCode } from './errors.js';
 
 // Registries.
@@ -76,20 +86,26 @@ export {
 } from './registries/index.js';
 export type {
   ActorDefinition,
+  ActorRegistryApi,
   ApprovalCompiler,
   CompatSetting,
   ApprovalHandler,
   ApprovalPolicy,
   ApprovalVerdict,
+  BypassSpecialistToolDefinition,
   ChannelKind,
+  CompiledApprovalPolicy,
   DeliveryClass,
   DeliveryRule,
+  GeneralistToolDefinition,
   PartTypeDefinition,
   PartTypeMeta,
+  PartTypeRegistryApi,
   PolicyContext,
   RegisteredTool,
   Registries,
   RetryPolicy,
+  RoutedSpecialistToolDefinition,
   ToolContext,
   ToolArtifacts,
   ArtifactRef,
@@ -97,10 +113,13 @@ export type {
   SurfaceContext,
   SurfaceTemplateRegistryApi,
   PartCheck,
+  PartCheckContext,
   ToolDefinition,
   ToolHandler,
+  ToolRegistryApi,
   TurnStateDefinition,
   TurnStateMeta,
+  TurnStateRegistryApi,
   Violation,
 } from './registries/types.js';
 export { closePolicyEvaluators, compileApprovalPolicy, DEFAULT_POLICY_LIMITS } from './approvals/policy.js';
@@ -119,8 +138,21 @@ export {
   compatOptions,
   COMPAT_COMPLETION_NUDGE,
 } from './respond/index.js';
-export type { RespondCall, RespondContext, RespondEvent, RespondResult, PartDelta, RespondParser, CompatTracker, CompatOptions, RespondNote } from './respond/index.js';
+export type {
+  RespondCall,
+  RespondContext,
+  RespondEvent,
+  RespondResult,
+  PartDelta,
+  RespondParser,
+  RespondParserOptions,
+  RespondPromptOptions,
+  CompatTracker,
+  CompatOptions,
+  RespondNote,
+} from './respond/index.js';
 export { createRespondStreamParser } from './respond/stream.js';
+export type { RespondStreamParser, RespondStreamParserOptions } from './respond/stream.js';
 
 // Machines (pure; drawable in Stately).
 export { createSessionMachine } from './machines/session.machine.js';
@@ -144,19 +176,22 @@ export type {
   DistributedView,
   DistributionMeta,
   DispatchContext,
+  EventRouterOptions,
   ExecutionSink,
+  FilterAndDistributeOptions,
   OverflowPolicy,
   ToolDispatch,
   RoutedCall,
   RoutedEvent,
   RoutedResult,
+  RouteOptions,
   ObserveFilter,
   SessionStreams,
 } from './router/index.js';
 
 // Envelope.
 export { assembleEnvelope, mergeDomainData } from './envelope/assemble.js';
-export type { ApprovalOutcome, DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
+export type { ApprovalOutcome, AssembleInput, DomainData, DomainDataConflict, DomainDataSource } from './envelope/assemble.js';
 export { createDelivery } from './envelope/delivery.js';
 export type { Delivery, PartDelivery, BufferedView, SettledTurn, ApprovalAnswer, Flush, TranscriptClass } from './envelope/delivery.js';
 export { renderForChannel } from './envelope/channels.js';
@@ -168,6 +203,7 @@ export type { ArtifactLinks, ArtifactLinksOptions, ArtifactLinkCheck } from './e
 export { deliveryTable } from './envelope/delivery-table.js';
 export type { ReasoningTraces } from './envelope/reasoning.js';
 export { produceLlmContext } from './envelope/llm-context.js';
+export type { LlmContextInput, LlmContextResult } from './envelope/llm-context.js';
 export { agentCard, partTypesOf, PARTS_EXTENSION_URI } from './envelope/agent-card.js';
 export type { AgentCard, AgentCardOverrides, AgentExtension, AgentInterface, AgentSkill } from './envelope/agent-card.js';
 export { checkA2uiMessages, checkSurfaceData, A2UI_MIME_TYPE } from './envelope/a2ui.js';
@@ -177,13 +213,15 @@ export type { SurfaceSource } from './envelope/surfaces.js';
 
 // Replay and diff (the evals substrate).
 export { replaySession, replayWithScript, diffSessions, extractPath, formatPath, formatDiff } from './replay/index.js';
-export type { ReplayOptions, ReplayResult, ReplayReasoningTraces, SessionPath, TurnPath, PathStep, PathDiff, Divergence } from './replay/index.js';
+export type { ReplayOptions, ReplayResult, ReplayReasoningTraces, SessionPath, TurnPath, PathStep, PathDiff, Divergence, DivergenceField } from './replay/index.js';
+export type { UnmatchedCall } from './replay/results.js';
 
 // Models and stores that need no optional dependency.
 export { createScriptedModel } from './models/scripted.js';
-export type { ScriptedModel } from './models/scripted.js';
+export type { ScriptedModel, ScriptedModelOptions } from './models/scripted.js';
 export type { ModelScript, ScriptRule, ScriptMatch, ScriptResponse, ScriptBlock } from './models/script.js';
 export { createMemoryStore } from './stores/memory.js';
+export type { StoreErrorCode, SyncSessionStore } from './stores/contract.js';
 export { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 export { createFileArtifactStore } from './stores/artifacts-fs.js';
 

@@ -155,7 +155,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       if (typeof opts.actor !== 'string' || !registries.actors.has(opts.actor)) {
         const known = registries.actors.list().map((a) => a.name);
         throw new TurnstateError(
-          'session.unknown_actor',
+          'actor.unknown',
           `cannot create a session for actor "${opts?.actor}": no such actor is registered (registered: ${known.join(', ') || 'none'})`,
         );
       }

@@ -143,10 +143,25 @@ export interface Envelope {
 
 export type ApprovalDecision = 'approved' | 'denied';
 
+/**
+ * Which policy decided a call:
+ * - `none`: the tool has no approval policy (`requiresApproval` absent or `false`); approves.
+ * - `always`: `requiresApproval: true`; asks.
+ * - `cel`: an `autoApproveIf` expression yielded `true` (approve) or `false` (ask).
+ * - `cel-error`: the expression could not be evaluated (bad input, an error, not a bool); asks.
+ * - `policy-budget`: the CEL evaluation ran over its time or heap budget; asks.
+ * - `handler`: an approval handler's verdict.
+ * - `handler-error`: the handler threw, rejected, timed out or answered something other than a verdict; asks.
+ * - `policy-error`: the compiled policy's `evaluate` threw (the built-in policies never do; one from
+ *   a `ToolRegistry` given its own `ApprovalCompiler` may); asks.
+ * - `standing`: a standing approval (AAP `trust: true`, `SendOptions.standingApprovals`) approved it.
+ */
+export type PolicySource = 'none' | 'always' | 'cel' | 'cel-error' | 'policy-budget' | 'handler' | 'handler-error' | 'policy-error' | 'standing';
+
 export interface PolicyResult {
   decision: 'approve' | 'deny' | 'ask';
-  /** Which policy produced it: `always` (requiresApproval: true), `cel`, `handler`, `cel-error`, `policy-budget` (a CEL evaluation over its time or heap budget), `handler-error`, `standing`. */
-  source: string;
+  /** Which policy produced it (see `PolicySource`). */
+  source: PolicySource;
   reason?: string;
 }
 

@@ -13,7 +13,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { cpuMicros, summarize } from '../lib.mjs';
 import { loadBuild } from '../reference.mjs';
 
-const { createAnthropicModel, buildRequest } = await loadBuild('models/anthropic.js');
+const { createAnthropicModel } = await loadBuild('models/anthropic.js');
+const { buildRequest } = await loadBuild('models/anthropic-request.js');
 const { startLoopbackMessagesServer } = await loadBuild('models/loopback-server.js');
 const { createRespondStreamParser } = await loadBuild('respond/stream.js');
 

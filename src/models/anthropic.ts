@@ -2,8 +2,8 @@
  * The Anthropic ModelPort: streams a Messages API call through `@anthropic-ai/sdk` and maps its
  * raw stream events to ModelEvents in order. Subpath export `turnstate/anthropic`, the one module
  * that loads the SDK: the request is built by anthropic-request.ts, the stream mapped by
- * anthropic-stream.ts; this module calls the API (attempts, retries, the idle watchdog) and maps
- * its failures to ModelErrors.
+ * anthropic-stream.ts, an attempt's idle watchdog kept by anthropic-attempt.ts; this module calls
+ * the API (attempts, retries) and maps its failures to ModelErrors.
  *
  * Contract:
  * - Forces tool use (`tool_choice: any`) unless thinking is on (`auto`: the API refuses forced
@@ -29,11 +29,11 @@ import type { ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import { buildRequest } from './anthropic-request.js';
 import { StreamAccumulator } from './anthropic-stream.js';
+import { Attempt, idleError } from './anthropic-attempt.js';
 import { abortedError, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from './retry.js';
-import type { RetryPolicy } from './retry.js';
+import type { ModelRetryPolicy } from './retry.js';
 
-export { buildRequest, buildTools, normaliseHistory } from './anthropic-request.js';
-export { StreamAccumulator } from './anthropic-stream.js';
+export type { ModelRetryPolicy } from './retry.js';
 
 export interface AnthropicModelOptions {
   /** Default `process.env.ANTHROPIC_API_KEY`. Ignored when `client` is given. */
@@ -47,7 +47,7 @@ export interface AnthropicModelOptions {
   /** `max_tokens` when the request sets none (default 4096). */
   maxTokens?: number;
   /** Bounded retries; the SDK's own retries are always off. */
-  retry?: Partial<RetryPolicy>;
+  retry?: Partial<ModelRetryPolicy>;
   /** Time allowed until the response headers arrive, per attempt (default the SDK's 10 min). */
   timeout?: number;
   /** Abort an attempt whose stream delivers no event for this long (ms; an integer up to MAX_TIMER_MS); 0 or unset: no idle limit. */
@@ -151,73 +151,6 @@ export function createAnthropicModel(options: AnthropicModelOptions = {}): Model
   };
 }
 
-/* ------------------------------------------------------------------ one attempt */
-
-function idleError(ms: number): ModelError {
-  return new ModelError('model.timeout', `model stream delivered no event for ${ms} ms`, { retryable: true });
-}
-
-/** Per-attempt signal: the caller's, plus an idle watchdog when configured. Exported for its test only. */
-export class Attempt {
-  yielded = false;
-  idleFired = false;
-  /** The consumer holds the event just yielded (a slow commit): its time is not the stream's silence. */
-  consuming = false;
-  readonly signal: AbortSignal;
-  private controller: AbortController | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  /** When the stream last delivered an event (Date.now()): one clock read per event, no timer reset. */
-  private last = 0;
-  private readonly onAbort: (() => void) | undefined;
-
-  constructor(
-    private readonly outer: AbortSignal,
-    private readonly idleMs: number,
-  ) {
-    if (idleMs <= 0) {
-      this.signal = outer;
-      return;
-    }
-    const c = new AbortController();
-    this.controller = c;
-    this.signal = c.signal;
-    this.onAbort = () => c.abort(outer.reason);
-    outer.addEventListener('abort', this.onAbort, { once: true });
-    this.last = Date.now();
-    this.arm(idleMs);
-  }
-
-  touch(): void {
-    if (this.controller !== undefined) this.last = Date.now();
-  }
-
-  /**
-   * Fires `idleMs` after the last event, not after the last check: the timer wakes when the
-   * silence would reach the limit and re-arms for what is left of it when an event came since.
-   */
-  private arm(ms: number): void {
-    this.timer = setTimeout(() => {
-      if (this.consuming) {
-        this.arm(this.idleMs);
-        return;
-      }
-      const left = this.last + this.idleMs - Date.now();
-      if (left <= 0) {
-        this.idleFired = true;
-        this.controller?.abort(new Error('idle timeout'));
-        return;
-      }
-      this.arm(left);
-    }, ms);
-    this.timer.unref?.();
-  }
-
-  dispose(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    if (this.onAbort !== undefined) this.outer.removeEventListener('abort', this.onAbort);
-  }
-}
-
 /* ------------------------------------------------------------------ errors */
 
 /** `text/event-stream`, parameters (charset) allowed. */
@@ -274,7 +207,7 @@ function causeMessages(e: unknown, chain: readonly Error[], secrets: readonly st
 }
 
 /** Maps anything an SDK call throws to a ModelError whose text and cause carry no secret. */
-export function toModelError(e: unknown, signal: AbortSignal | undefined, secrets: readonly string[]): ModelError {
+function toModelError(e: unknown, signal: AbortSignal | undefined, secrets: readonly string[]): ModelError {
   if (e instanceof ModelError) return e;
   if (signal?.aborted || e instanceof APIUserAbortError) return abortedError(signal);
   const cause = sanitizedCause(e, secrets);

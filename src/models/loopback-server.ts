@@ -27,7 +27,6 @@ export type {
   LoopbackUsage,
   RecordedRequest,
 } from './loopback-script.js';
-export { buildFrames, splitter } from './loopback-frames.js';
 
 export interface LoopbackServerOptions {
   script?: LoopbackTurn[];

@@ -6,7 +6,11 @@
 import { ModelError } from '../errors.js';
 import { formatValue, timerMsProblem } from '../limits.js';
 
-export interface RetryPolicy {
+/**
+ * How a model port retries a failed call (`AnthropicModelOptions.retry`, exported by
+ * `turnstate/anthropic`). Not the tool `RetryPolicy` of `turnstate`, which retries a tool call.
+ */
+export interface ModelRetryPolicy {
   /** Retries after the first attempt (default 3; 0 disables). */
   retries: number;
   /** Base delay of the exponential backoff (default 500 ms; an integer from 0 to MAX_TIMER_MS). */
@@ -21,7 +25,7 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
+export const DEFAULT_RETRY_POLICY: Readonly<ModelRetryPolicy> = Object.freeze({
   retries: 3,
   baseDelayMs: 500,
   maxDelayMs: 8_000,
@@ -34,9 +38,9 @@ export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
  * timer can wait (a longer one fires after 1 ms: a maxRetryAfterMs past it would hammer a server
  * that asked to wait longer). A TypeError names the setting and the value received.
  */
-export function resolveRetryPolicy(p: Partial<RetryPolicy> | undefined): RetryPolicy {
-  const r: RetryPolicy = { ...DEFAULT_RETRY_POLICY };
-  for (const k of Object.keys(DEFAULT_RETRY_POLICY) as (keyof RetryPolicy)[]) {
+export function resolveRetryPolicy(p: Partial<ModelRetryPolicy> | undefined): ModelRetryPolicy {
+  const r: ModelRetryPolicy = { ...DEFAULT_RETRY_POLICY };
+  for (const k of Object.keys(DEFAULT_RETRY_POLICY) as (keyof ModelRetryPolicy)[]) {
     const v = p?.[k];
     if (v !== undefined) r[k] = v;
   }
@@ -59,7 +63,7 @@ export function resolveRetryPolicy(p: Partial<RetryPolicy> | undefined): RetryPo
 export function retryDelay(
   attempt: number,
   err: ModelError,
-  policy: RetryPolicy,
+  policy: ModelRetryPolicy,
   random: () => number = Math.random,
 ): number | undefined {
   if (!err.retryable || err.code === 'model.aborted' || attempt >= policy.retries) return undefined;

@@ -6,6 +6,8 @@
  * `when` is matched against the latest entry of the calling actor's view of the mailbox:
  * the user's message, a tool result, a handoff, or a nudge/rejection.
  */
+import type { ModelErrorCode } from '../errors.js';
+
 export interface ModelScript {
   rules: ScriptRule[];
   /** Used when no rule matches (default: an error respond() call naming the miss). */
@@ -43,8 +45,8 @@ export interface ScriptResponse {
   chunkSize?: number;
   /** Token counts reported for the call; a count left out is 0. */
   usage?: { inputTokens?: number; outputTokens?: number };
-  /** Throw a ModelError with this code instead of answering (error paths). */
-  fail?: { code: string; message: string; retryable?: boolean };
+  /** Throw a ModelError with this code (one of MODEL_ERROR_CODES) instead of answering (error paths). */
+  fail?: { code: ModelErrorCode; message: string; retryable?: boolean };
 }
 
 export type ScriptBlock =

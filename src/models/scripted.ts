@@ -3,7 +3,7 @@
  * docs/concepts/scripted-model.md). No network, no code per scenario. It streams the same
  * ModelEvents a real model port does, so the runtime cannot tell the difference.
  */
-import { ModelError, type ModelErrorCode } from '../errors.js';
+import { MODEL_ERROR_CODES, ModelError, isModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
 import { RE2JS } from 're2js';
@@ -112,6 +112,8 @@ function checkResponse(r: unknown, at: string, fail: (msg: string) => never): vo
     if (!isObject(res.fail)) fail(`${at}.fail must be an object`);
     const f = res.fail as Record<string, unknown>;
     if (typeof f.code !== 'string' || f.code === '') fail(`${at}.fail.code must be a non-empty string`);
+    // Thrown as a ModelError's code: only the codes a model port can fail with (retry and turn settlement decide by them).
+    if (!isModelErrorCode(f.code)) fail(`${at}.fail.code ${JSON.stringify(f.code).slice(0, 80)} is not a ModelError code (one of ${list(MODEL_ERROR_CODES)})`);
     if (f.message !== undefined && typeof f.message !== 'string') fail(`${at}.fail.message must be a string`);
     if (f.retryable !== undefined && typeof f.retryable !== 'boolean') fail(`${at}.fail.retryable must be a boolean`);
   }
@@ -290,7 +292,7 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   }
   if (!chosen) chosen = script.fallback ?? missResponse(req, latest);
   if (chosen.fail) {
-    throw new ModelError(chosen.fail.code as ModelErrorCode, chosen.fail.message, { retryable: chosen.fail.retryable ?? false });
+    throw new ModelError(chosen.fail.code, chosen.fail.message, { retryable: chosen.fail.retryable ?? false });
   }
   const user = templated ? lastUserText(req.messages) : '';
   const content: ContentBlock[] = [];

@@ -350,14 +350,14 @@ export class PartTypeRegistry extends Registry<PartTypeDefinition> implements Pa
   deliveryFor(id: string, target: DeliveryClass | ChannelKind): DeliveryRule {
     const t = this.#targets.get(id);
     if (t === undefined) {
-      throw new TurnstateError('part-types.unknown', `unknown part type '${id}': register it with partTypes.register({ id, meta }) first`, {
+      throw new TurnstateError('part_type.unknown', `unknown part type '${id}': register it with partTypes.register({ id, meta }) first`, {
         details: { id },
       });
     }
     const rule: unknown = t[target];
     if (typeof rule !== 'string') {
       throw new TurnstateError(
-        'part-types.unknown-target',
+        'part_type.unknown_target',
         `unknown delivery target '${String(target)}' for part type '${id}': use ${[...DELIVERY_CLASSES, ...CHANNEL_KINDS].join(', ')}`,
         { details: { id, target } },
       );

@@ -15,6 +15,8 @@ import type { ApprovalCompiler, RegisteredTool, RetryPolicy, ToolDefinition, Too
 
 /** Tool names as the model APIs accept them. */
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** TOOL_NAME in words, for refusals. */
+export const TOOL_NAME_RULE = '1-64 letters, digits, "_" or "-"';
 /** Names the runtime provides itself (respond() of spec 000, the spec 003 pair). */
 export const RESERVED_TOOL_NAMES: readonly string[] = Object.freeze(['respond', 'respond_to_user', 'mark_work_complete']);
 
@@ -302,7 +304,7 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
     }
   }
 
-  /** Resolves tool names in order; throws one TurnstateError ('tools.unknown') listing every unknown name. */
+  /** Resolves tool names in order; throws one TurnstateError ('tool.unknown') listing every unknown name. */
   resolve(names: readonly string[], forActor?: string): RegisteredTool[] {
     const out: RegisteredTool[] = new Array<RegisteredTool>(names.length);
     let unknown: string[] | undefined;
@@ -318,7 +320,7 @@ export class ToolRegistry extends Registry<RegisteredTool> implements ToolRegist
       const hint = reserved.length > 0 ? ` (${reserved.join(', ')} ${reserved.length === 1 ? 'is' : 'are'} provided by the runtime: remove from the actor's tools)` : '';
       const known = this.ids().length === 0 ? 'none' : this.ids().join(', ');
       throw new TurnstateError(
-        'tools.unknown',
+        'tool.unknown',
         `unknown tool${unknown.length === 1 ? '' : 's'}${who}: ${unknown.join(', ')}${hint}. Registered tools: ${known}`,
         { details: { actor: forActor, unknown } },
       );

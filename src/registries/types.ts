@@ -133,8 +133,13 @@ export interface PolicyContext {
 }
 
 export type ApprovalVerdict = { decision: 'approve' | 'deny' | 'ask'; reason?: string };
-export type ApprovalHandler = (args: unknown, ctx: PolicyContext) => ApprovalVerdict | Promise<ApprovalVerdict>;
-export type ApprovalPolicy = boolean | { autoApproveIf: string; allowStandingApproval?: boolean } | ApprovalHandler;
+/**
+ * An approval policy as a function. `A` is the tool's argument type: the runtime calls it only
+ * with arguments its `inputSchema` accepted (a copy of them), the same the handler would get.
+ */
+export type ApprovalHandler<A = unknown> = (args: A, ctx: PolicyContext) => ApprovalVerdict | Promise<ApprovalVerdict>;
+/** A tool's `requiresApproval`: `A` is the tool's argument type, which a handler policy receives. */
+export type ApprovalPolicy<A = unknown> = boolean | { autoApproveIf: string; allowStandingApproval?: boolean } | ApprovalHandler<A>;
 
 interface ToolDefinitionCommon<A = any, R = unknown> {
   name: string;
@@ -142,7 +147,8 @@ interface ToolDefinitionCommon<A = any, R = unknown> {
   inputSchema: Record<string, unknown>;
   outputSchema?: Record<string, unknown>;
   handler: ToolHandler<A, R>;
-  requiresApproval?: ApprovalPolicy;
+  /** Called, when a function, with the validated arguments (`A`), as the handler is. */
+  requiresApproval?: ApprovalPolicy<A>;
   /** Whether a standing approval (AAP `trust: true`) may pre-approve this tool. Default true. */
   allowStandingApproval?: boolean;
   tags?: string[];
@@ -250,8 +256,11 @@ export interface RegisteredTool {
 }
 
 export interface ToolRegistryApi extends RegistryReader<RegisteredTool> {
-  /** Validates the definition; each error names the broken rule and how to fix it. */
-  register<A, R>(def: ToolDefinition<A, R>): RegisteredTool;
+  /**
+   * Validates the definition; each error names the broken rule and how to fix it. `A` types the
+   * arguments the handler and a handler approval policy receive (both only after validation).
+   */
+  register<A, R = unknown>(def: ToolDefinition<A, R>): RegisteredTool;
   /** Resolve an actor's tool names; one error lists every unknown name. */
   resolve(names: readonly string[], forActor?: string): RegisteredTool[];
 }

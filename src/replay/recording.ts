@@ -1,7 +1,7 @@
 /**
  * A recorded session as read from a store, and the model that plays its recorded outputs back.
  */
-import { ModelError, TurnstateError, type ModelErrorCode } from '../errors.js';
+import { ModelError, TurnstateError, isModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest, SessionStore } from '../api.js';
 import type { SessionRecord } from '../types.js';
 import type { ApprovalRecord, ContentBlock, ExecutionRecord, MailboxEntry, ModelStopReason, SessionEvent, Usage } from '../types.js';
@@ -150,7 +150,12 @@ async function* play(
 ): AsyncGenerator<ModelEvent> {
   if (signal.aborted) throw new ModelError('model.aborted', 'model call aborted');
   if (!call) {
-    if (failure) throw new ModelError(failure.code as ModelErrorCode, failure.message);
+    if (failure) {
+      // A recorded code outside MODEL_ERROR_CODES (a model port of the embedder's own threw it) is
+      // no ModelError code: replayed as model.unknown, naming it.
+      if (isModelErrorCode(failure.code)) throw new ModelError(failure.code, failure.message);
+      throw new ModelError('model.unknown', `replay: the recorded model call failed with "${failure.code}", which is not a ModelError code: ${failure.message}`);
+    }
     throw new ModelError(
       'model.invalid_request',
       `replay: the recording holds no further model output for actor "${req.actor}" in turn ${req.turnId}`,

@@ -56,23 +56,37 @@ export function errorBody(code: string, message: string, path?: string): JsonErr
   return path === undefined ? { error: { code, message } } : { error: { code, message, path } };
 }
 
-/** TurnstateError codes with a natural HTTP status; anything else is a 500. */
+/**
+ * TurnstateError codes with a natural HTTP status; anything else is a 500. Every refusal of what
+ * the caller sent is a 4xx here (docs/concepts/errors.md lists each code with its status).
+ */
 const STATUS_BY_CODE: Record<string, number> = {
   'session.not_found': 404,
   'session.busy': 409,
   'session.queue_full': 429,
+  'session.exists': 409,
+  'session.invalid': 400,
+  'session.invalid_policy': 400,
+  'session.invalid_filter': 400,
   'approval.not_found': 404,
   'approval.already_resolved': 409,
   'approval.forbidden': 403,
   'approval.invalid': 400,
   'tool.unknown': 400,
   'tool.not_pending': 400,
+  'part_type.unknown': 400,
+  'part_type.unknown_target': 400,
   'registration.invalid': 400,
   'actor.unknown': 400,
-  'input.invalid': 400,
   'message.invalid': 400,
+  'message.invalid_consumes': 400,
+  'message.invalid_client_tool': 400,
+  'message.invalid_caller_card': 400,
+  'cursor.invalid': 400,
+  'cursor.ahead': 400,
   'injection.unknown_call': 400,
   'injection.invalid': 400,
+  'injection.not_waiting': 409,
   'runtime.closed': 503,
 };
 

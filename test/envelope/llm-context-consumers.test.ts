@@ -166,7 +166,7 @@ describe('llm-context consumers over the transports', () => {
     ws.send({ type: 'send', sessionId: s.id, text: 'x', consumes: ['nope'], ref: 3 });
     expect(await ws.next((f) => f.type === 'error' && f.ref === 3)).toMatchObject({ code: 'message.invalid_consumes', message: expect.stringContaining('"nope"') });
     ws.send({ type: 'send', sessionId: s.id, text: 'x', consumes: 'llm-context', ref: 4 });
-    expect(await ws.next((f) => f.type === 'error' && f.ref === 4)).toMatchObject({ code: 'frame.invalid', message: expect.stringContaining('/consumes') });
+    expect(await ws.next((f) => f.type === 'error' && f.ref === 4)).toMatchObject({ code: 'message.invalid_consumes', message: expect.stringContaining('/consumes') });
     ws.ws.close();
   });
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ModelMessage } from '../../src/types.js';
-import { normaliseHistory } from '../../src/models/anthropic.js';
+import { normaliseHistory } from '../../src/models/anthropic-request.js';
 import { collect, RESPOND_TOOL, request, respondInput, rig, SEARCH_TOOL } from './helpers.js';
 import type { Rig } from './helpers.js';
 

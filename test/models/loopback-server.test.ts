@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { splitter, startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
+import { splitter } from '../../src/models/loopback-frames.js';
+import { startLoopbackMessagesServer } from '../../src/models/loopback-server.js';
 import type { LoopbackMessagesServer } from '../../src/models/loopback-server.js';
 import { respondInput, TEST_KEY } from './helpers.js';
 

@@ -2,6 +2,7 @@
 // naming it (`rules[<i>]` and its `id`)", `when.text` runs on RE2, and the `$` templates.
 import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
+import { MODEL_ERROR_CODES, ModelError } from '../../src/errors.js';
 import type { ModelEvent } from '../../src/machines/ports.js';
 import type { ModelScript } from '../../src/models/script.js';
 
@@ -52,6 +53,18 @@ describe('ScriptedModel rules', () => {
     expect(bad({ rules: [{ id: 'r', times: -1, respond: { blocks: [] } }] })).toThrow(/rules\[0\] \(r\): times must be a non-negative integer/);
     expect(bad({ rules: [], fallback: {} })).toThrow(/ModelScript: fallback needs blocks/);
     expect(bad({ rules: [], fallback: { blocks: [{ type: 'text' }] } })).toThrow(/ModelScript: fallback\.blocks\[0\]\.text must be a string/);
+  });
+
+  it('scripted:fail:code — "a rule that could never work is refused when the model is made, naming it": a fail.code outside MODEL_ERROR_CODES (the ModelErrorCode union) is refused naming the rule and the code; every code of the union is accepted and thrown as that ModelError', async () => {
+    const r = (code: unknown) => ({ rules: [{ id: 'boom', respond: { blocks: [], fail: { code, message: 'x' } } }] });
+    expect(bad(r('model.bogus_code'))).toThrow(/rules\[0\] \(boom\): respond\.fail\.code "model\.bogus_code" is not a ModelError code \(one of "model\.rate_limited", .*"model\.unknown"\)/);
+    expect(bad(r('constructor'))).toThrow(/respond\.fail\.code "constructor" is not a ModelError code/);
+    expect(bad({ rules: [], fallback: { blocks: [], fail: { code: 'overloaded', message: 'x' } } })).toThrow(/ModelScript: fallback\.fail\.code "overloaded" is not a ModelError code/);
+    for (const code of MODEL_ERROR_CODES) {
+      const err = await lastEvent(r(code) as ModelScript, 'hi').then(() => undefined, (e: unknown) => e);
+      expect(err, code).toBeInstanceOf(ModelError);
+      expect((err as ModelError).code).toBe(code);
+    }
   });
 
   it('scripted:rules:refused — "naming it (`rules[<i>]` and its `id`)": an id of 0 is named', () => {

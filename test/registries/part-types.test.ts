@@ -101,7 +101,7 @@ describe('PartTypeRegistry: canonical set (spec 000 "Part types")', () => {
       r.deliveryFor('audio', 'streaming');
     } catch (e) {
       expect(e).toBeInstanceOf(TurnstateError);
-      expect((e as TurnstateError).code).toBe('part-types.unknown');
+      expect((e as TurnstateError).code).toBe('part_type.unknown');
     }
   });
 

@@ -371,7 +371,7 @@ describe('ToolRegistry: resolve (spec 002 "Per-actor filtering")', () => {
     expect(err).toBeInstanceOf(TurnstateError);
     const e = err as TurnstateError;
     expect(e).not.toBeInstanceOf(RegistrationError);
-    expect(e.code).toBe('tools.unknown');
+    expect(e.code).toBe('tool.unknown');
     expect(e.message).toContain("actor 'triage'");
     expect(e.message).toContain('task_get, missive_list, respond');
     expect(e.message).toMatch(/respond is provided by the runtime/);

@@ -349,7 +349,7 @@ describe('turn loop edges', () => {
   it('session:unknown-actor — a session for an unregistered actor is refused, naming the registered ones', async () => {
     const { rt } = harness({ rules: [] });
     rt.registries.actors.register({ name: 'a' });
-    await expect(rt.createSession({ actor: 'zed' })).rejects.toMatchObject({ code: 'session.unknown_actor', message: expect.stringContaining('registered: a') });
+    await expect(rt.createSession({ actor: 'zed' })).rejects.toMatchObject({ code: 'actor.unknown', message: expect.stringContaining('registered: a') });
   });
 
   it('nudge:history — the nudge names respond() and the free text is kept out of any other actor\'s history', async () => {

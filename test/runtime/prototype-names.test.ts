@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/runtime.js';
+import { ModelError, type ModelErrorCode } from '../../src/errors.js';
 import { markdownToPlainText } from '../../src/envelope/plain-text.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRegistries } from '../../src/create-registries.js';
@@ -63,7 +64,15 @@ describe('names named like Object.prototype members are ordinary unknown names',
 
   it('replay:options:limits — "the result names the budget and the option": a turn that failed with a model error coded constructor gets no note about a limit', async () => {
     const path = join(dir, 'proto.db');
-    const rt = createRuntime({ store: createSqliteStore({ path }), model: createScriptedModel({ rules: [{ respond: { blocks: [], fail: { code: 'constructor', message: 'provider said no' } } }] }) });
+    // A model port of the embedder's own (a script may only fail with MODEL_ERROR_CODES).
+    const model = {
+      name: 'proto',
+      // eslint-disable-next-line require-yield
+      async *stream(): AsyncGenerator<never> {
+        throw new ModelError('constructor' as ModelErrorCode, 'provider said no');
+      },
+    };
+    const rt = createRuntime({ store: createSqliteStore({ path }), model });
     rt.registries.actors.register({ name: 'a' });
     const s = await rt.createSession({ id: 'p1', actor: 'a' });
     const out = await (await s.send('go')).settled;

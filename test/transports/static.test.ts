@@ -9,6 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStaticFiles } from '../../src/transports/streams/static.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { createRuntime } from '../../src/runtime.js';
+import { createStreamsTransport } from '../../src/transports/streams/index.js';
+import { startServer } from '../../src/transports/server.js';
 
 describe('static files', () => {
   const dir = mkdtempSync(join(tmpdir(), 'turnstate-static-'));
@@ -48,5 +52,21 @@ describe('static files', () => {
     expect(alias.status).toBe(200);
     expect(alias.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
     expect((await fetch(base + '/')).status).toBe(200);
+  });
+
+  it('web:static:not-found — "no such file" has one answer: a missing file, a link leading out of the root, a backslash or a NUL are each 404 route.not_found naming the path, as the server answers a path nothing serves', async () => {
+    const runtime = createRuntime({ model: createScriptedModel({ rules: [] }) });
+    const served = await startServer({ runtime, port: 0, transports: [createStreamsTransport({ runtime, webRoot: join(dir, 'web') })] });
+    try {
+      for (const p of ['/missing.html', '/link.txt', '/up/secret.txt', '/a%5Cb', '/a%00b']) {
+        for (const method of ['GET', 'HEAD']) {
+          const r = await fetch(served.url + p, { method });
+          expect(r.status, `${method} ${p}`).toBe(404);
+          if (method === 'GET') expect(await r.json(), p).toEqual({ error: { code: 'route.not_found', message: `no route for GET ${p}` } });
+        }
+      }
+    } finally {
+      await served.close();
+    }
   });
 });

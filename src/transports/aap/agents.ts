@@ -6,8 +6,10 @@
  * targets', transitively) unless `exposedTools` names them. Exposed tools are off until a
  * client enables them; unexposed tools always run (trusted, inline).
  */
+import { formatValue } from '../../limits.js';
 import { clientToolNameProblem } from '../../registries/client-tools.js';
 import { argumentSchemaProblem } from '../../registries/json-schema.js';
+import { TOOL_NAME, TOOL_NAME_RULE } from '../../registries/tools.js';
 import type { PartTypeRegistryApi, Registries, RegisteredTool } from '../../registries/types.js';
 import type { AgentCard } from '../../types.js';
 import type { DoubleTextingPolicy } from '../../types.js';
@@ -140,12 +142,21 @@ export function checkServerTools(agent: ResolvedAgent, tools: readonly ServerToo
 }
 
 /**
- * Client tool names must be unique and must not shadow the agent's server tools
- * (clientToolNameProblem), and each tool's `parameters` must be what a registered tool's
- * inputSchema may be (argumentSchemaProblem): checked when a session is created or a turn sends
- * tools, so a session never keeps tools its turns would refuse.
+ * Client tool names must be names the model APIs accept (TOOL_NAME), unique, and must not shadow
+ * the runtime's or the agent's server tools (clientToolNameProblem), and each tool's `parameters`
+ * must be what a registered tool's inputSchema may be (argumentSchemaProblem): the rules `send()`
+ * applies to `clientTools` (the schema has already made `description` a string and `parameters`
+ * an object), checked when a session is created or a turn sends tools, so a session never keeps
+ * tools its turns would refuse.
  */
 export function checkClientTools(agent: ResolvedAgent, tools: readonly ToolSpec[], base: string): void {
+  tools.forEach((t, i) => {
+    if (!TOOL_NAME.test(t.name)) {
+      throw new HttpError(400, 'request.invalid', `client tool name ${formatValue(t.name)} is not a tool name the model APIs accept: use ${TOOL_NAME_RULE}`, {
+        path: `${base}/${i}/name`,
+      });
+    }
+  });
   const problem = clientToolNameProblem(tools, (name) => agent.reachable.has(name));
   if (problem !== undefined) {
     const path = `${base}/${problem.index}/name`;

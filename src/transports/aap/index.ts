@@ -7,8 +7,8 @@ import { createAapHandler, type AapOptions } from './handler.js';
 
 export { createAapHandler, type AapHandler, type AapOptions } from './handler.js';
 export type { AapAgentConfig } from './agents.js';
-export { AapProjector, canonicalPartClass, denialText, type AapItem, type CallSide } from './projector.js';
-export { MessageBuilder, assistantText } from './messages.js';
+export { AapProjector, canonicalPartClass, denialText, type AapItem, type CallSide, type PartClass, type ProjectorOptions } from './projector.js';
+export { MessageBuilder, assistantText, type MessageBuilderOptions } from './messages.js';
 export * from './types.js';
 
 /** AAP as an HttpTransport: handles its own paths, lets every other request through. */

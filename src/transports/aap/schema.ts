@@ -15,7 +15,8 @@ const toolSpec = {
   type: 'object',
   required: ['name', 'description', 'parameters'],
   properties: {
-    name: { type: 'string', minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_.:-]+$' },
+    // The name rule is TOOL_NAME, checked by checkClientTools (agents.ts): the one rule send() applies.
+    name: { type: 'string' },
     title: { type: 'string' },
     description: { type: 'string' },
     parameters: { type: 'object' },

@@ -4,6 +4,11 @@
  * Contract: `parseClientFrame` never throws. It accepts a text frame of at most `maxBytes`
  * holding one JSON object of a known `type` with exactly the fields that type allows, and
  * otherwise returns an error naming what was wrong (and the frame's `ref` when one could be read).
+ * The error's code: `frame.*` when the frame itself is wrong (not JSON, not an object, an unknown
+ * type or field, a missing or malformed id or `ref`); when a field holds a value the session API
+ * would refuse, the code that API gives the same mistake (`cursor.invalid` as
+ * `session.events(afterSeq)`, `message.invalid` and `message.invalid_consumes` as `send()`,
+ * `approval.invalid` as `answerApproval()`), so one mistake has one code on every channel.
  * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
  * every reply to that frame echoes it.
  */
@@ -113,7 +118,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
       const resumeFrom = obj.resumeFrom;
       if (resumeFrom !== undefined && !(typeof resumeFrom === 'number' && Number.isSafeInteger(resumeFrom) && resumeFrom >= 0)) {
-        return fail('frame.invalid', '/resumeFrom must be a non-negative integer seq (the last seq received)', ref);
+        return fail('cursor.invalid', '/resumeFrom must be a non-negative integer seq (the last seq received)', ref);
       }
       return {
         ok: true,
@@ -129,11 +134,11 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       const sessionId = id(obj, 'sessionId');
       if (typeof sessionId !== 'string') return fail('frame.invalid', sessionId.message, ref);
       const text = obj.text;
-      if (typeof text !== 'string' || text.trim() === '') return fail('frame.invalid', '/text must be a non-empty string', ref);
+      if (typeof text !== 'string' || text.trim() === '') return fail('message.invalid', '/text must be a non-empty string', ref);
       const consumes = obj.consumes;
       if (consumes === undefined) return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text }) };
       if (!Array.isArray(consumes) || consumes.length > MAX_CONSUMES || !consumes.every((c) => typeof c === 'string' && c !== '' && c.length <= MAX_ID)) {
-        return fail('frame.invalid', `/consumes must be an array of at most ${MAX_CONSUMES} part type names`, ref);
+        return fail('message.invalid_consumes', `/consumes must be an array of at most ${MAX_CONSUMES} part type names`, ref);
       }
       return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text, consumes: consumes as string[] }) };
     }
@@ -149,7 +154,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       }
       if (obj.reason !== undefined) {
         if (typeof obj.reason !== 'string' || obj.reason.length > MAX_REASON) {
-          return fail('frame.invalid', `/reason must be a string of at most ${MAX_REASON} characters`, ref);
+          return fail('approval.invalid', `/reason must be a string of at most ${MAX_REASON} characters`, ref);
         }
         frame.reason = obj.reason;
       }

@@ -22,7 +22,7 @@ import { createWebSocketEndpoint } from './websocket.js';
 import { SUBPROTOCOL } from './frames.js';
 
 export { SUBPROTOCOL, CloseCode, SLOW_CONSUMER_REASON, parseClientFrame } from './frames.js';
-export type { ClientFrame, ServerFrame } from './frames.js';
+export type { ClientFrame, FrameResult, ServerFrame } from './frames.js';
 
 export interface StreamsTransportOptions {
   runtime: SessionRuntime;

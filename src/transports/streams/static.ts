@@ -3,7 +3,10 @@
  *
  * Contract: only GET and HEAD of regular files inside the root are served (`/` is `index.html`);
  * a path that decodes to anything outside the root, or holds a NUL or a backslash, is refused
- * with 404 whatever is on disk, and so is a file that a symbolic link places outside it. Anything not found resolves false so another transport may answer.
+ * with 404 whatever is on disk, and so is a file that a symbolic link places outside it: the
+ * same 404 `route.not_found` ("no route for GET <path>") the server gives a path nothing serves,
+ * so a refusal tells a client nothing a missing file would not. Anything not found resolves false
+ * so another transport may answer.
  */
 import { createReadStream } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
@@ -36,6 +39,12 @@ const HTML_HEADERS = {
   'referrer-policy': 'no-referrer',
 };
 
+/** The server's answer for a path nothing serves (transports/server.ts), for a path refused here. */
+function notFound(res: ServerResponse, method: string | undefined, pathname: string): true {
+  sendError(res, new HttpError(404, 'route.not_found', `no route for ${method ?? 'GET'} ${pathname}`));
+  return true;
+}
+
 export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: ServerResponse, pathname: string) => Promise<boolean> {
   const root = resolve(webRoot);
   /** The root with its own links resolved (once it exists). */
@@ -48,16 +57,10 @@ export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: 
     } catch {
       return false;
     }
-    if (decoded.includes('\0') || decoded.includes('\\')) {
-      sendError(res, new HttpError(404, 'not_found', 'not found'));
-      return true;
-    }
+    if (decoded.includes('\0') || decoded.includes('\\')) return notFound(res, req.method, pathname);
     if (decoded.endsWith('/')) decoded += 'index.html';
     const file = resolve(root, '.' + decoded);
-    if (!file.startsWith(root + sep)) {
-      sendError(res, new HttpError(404, 'not_found', 'not found'));
-      return true;
-    }
+    if (!file.startsWith(root + sep)) return notFound(res, req.method, pathname);
     let size: number;
     try {
       const st = await stat(file);
@@ -65,10 +68,7 @@ export function createStaticFiles(webRoot: string): (req: IncomingMessage, res: 
       size = st.size;
       // A link inside the root may point anywhere: what is served is where it leads.
       realRoot ??= await realpath(root);
-      if (!(await realpath(file)).startsWith(realRoot + sep)) {
-        sendError(res, new HttpError(404, 'not_found', 'not found'));
-        return true;
-      }
+      if (!(await realpath(file)).startsWith(realRoot + sep)) return notFound(res, req.method, pathname);
     } catch {
       return false;
     }

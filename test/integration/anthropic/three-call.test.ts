@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { SessionStore } from '../../../src/machines/ports.js';
-import { buildFrames, type LoopbackReply } from '../../../src/models/loopback-server.js';
+import { buildFrames } from '../../../src/models/loopback-frames.js';
+import type { LoopbackReply } from '../../../src/models/loopback-server.js';
 import { createSqliteStore } from '../../../src/stores/sqlite.js';
 import { bodies, record, rig, textPart, type Rig } from './rig.js';
 

@@ -16,7 +16,7 @@ describe('streams: WebSocket client frame validation', () => {
   });
 
   it('ws:frames:invalid — the error names the field and keeps the ref when it could be read', () => {
-    expect(parse({ type: 'subscribe', sessionId: 's', resumeFrom: 1.5, ref: 'x' })).toMatchObject({ ok: false, code: 'frame.invalid', ref: 'x', message: expect.stringContaining('/resumeFrom') });
+    expect(parse({ type: 'subscribe', sessionId: 's', resumeFrom: 1.5, ref: 'x' })).toMatchObject({ ok: false, code: 'cursor.invalid', ref: 'x', message: expect.stringContaining('/resumeFrom') });
     expect(parse({ type: 'deny', approvalId: 'a', reason: 'r'.repeat(2001) })).toMatchObject({ ok: false, message: expect.stringContaining('/reason') });
     expect(parse({ type: 'send', sessionId: 'x'.repeat(257), text: 'hi' })).toMatchObject({ ok: false, message: expect.stringContaining('/sessionId') });
     expect(parse('null')).toMatchObject({ ok: false, message: expect.stringContaining('got null') });

@@ -200,9 +200,9 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
       [{ sessionId }, 'frame.invalid', /\/type is required/],
       [{ type: 'shout' }, 'frame.unknown_type', /unknown frame type 'shout'/],
       [{ type: 'subscribe' }, 'frame.invalid', /\/sessionId must be a non-empty string/],
-      [{ type: 'subscribe', sessionId, resumeFrom: -1 }, 'frame.invalid', /\/resumeFrom must be a non-negative integer/],
+      [{ type: 'subscribe', sessionId, resumeFrom: -1 }, 'cursor.invalid', /\/resumeFrom must be a non-negative integer/],
       [{ type: 'subscribe', sessionId, extra: true }, 'frame.invalid', /\/extra is not a field of a 'subscribe' frame/],
-      [{ type: 'send', sessionId, text: '' }, 'frame.invalid', /\/text must be a non-empty string/],
+      [{ type: 'send', sessionId, text: '' }, 'message.invalid', /\/text must be a non-empty string/],
       [{ type: 'approve' }, 'frame.invalid', /\/approvalId/],
       [{ type: 'ping', ref: { x: 1 } }, 'frame.invalid', /\/ref must be/],
       [JSON.stringify({ type: 'send', sessionId, text: 'x'.repeat(5000) }), 'frame.too_large', /exceeds the limit of 4096 bytes/],
@@ -219,6 +219,35 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
     expect(await c.next((f) => f.type === 'error', 5_000, from)).toMatchObject({ code: 'frame.binary' });
     c.send({ type: 'ping', ref: 7 });
     expect(await c.next((f) => f.type === 'pong')).toMatchObject({ ref: 7 });
+    expect(c.ws.readyState).toBe(WebSocket.OPEN);
+  });
+
+  it('ws:frames:library-codes — "one mistake, one code on every channel": a frame whose field holds what the session API refuses gets that API\'s code (a negative resumeFrom cursor.invalid as events(-1), a blank text message.invalid as send("   "), a malformed consumes message.invalid_consumes as send(text, { consumes }), an over-long reason approval.invalid as answerApproval), not frame.invalid', async () => {
+    const session = (await srv.runtime.session(sessionId))!;
+    const libraryCode = async (f: () => unknown): Promise<string> => {
+      try {
+        await f();
+      } catch (e) {
+        return (e as { code: string }).code;
+      }
+      throw new Error('the library accepted it');
+    };
+    const same: [Record<string, unknown>, () => unknown][] = [
+      [{ type: 'subscribe', sessionId, resumeFrom: -1 }, () => session.events(-1)],
+      [{ type: 'send', sessionId, text: '   ' }, () => session.send('   ')],
+      [{ type: 'send', sessionId, text: 'x', consumes: 'llm-context' }, () => session.send('x', { consumes: 'llm-context' as never })],
+      [{ type: 'send', sessionId, text: 'x', consumes: Array.from({ length: 65 }, () => 'response') }, () => session.send('x', { consumes: Array.from({ length: 65 }, () => 'response') })],
+      [{ type: 'deny', approvalId: 'appr_x', reason: 'r'.repeat(2001) }, () => session.answerApproval('appr_x', { approved: false, reason: 'r'.repeat(2001) }, ann, 'websocket')],
+    ];
+    const c = await connect();
+    for (const [frame, lib] of same) {
+      const from = c.frames.length;
+      c.send(frame);
+      const err = await c.next((f) => f.type === 'error', 5_000, from);
+      const code = await libraryCode(lib);
+      expect(code, JSON.stringify(frame).slice(0, 80)).not.toBe('frame.invalid');
+      expect(err.code, JSON.stringify(frame).slice(0, 80)).toBe(code);
+    }
     expect(c.ws.readyState).toBe(WebSocket.OPEN);
   });
 
