@@ -18,11 +18,16 @@
  *   twice); a denied call's result tells the model it was denied, with the reason.
  * - The turn resumes when its last answered call has its outcome recorded, whichever answer
  *   came last (an approved call may still be running when another call's denial arrives).
+ * - A write that fails after the store recorded the answer does not undo it: the error
+ *   (`store.write_failed`) says the answer is recorded and what else landed (the approved call's
+ *   run, its outcome), and the host gives way to one restored from the store, where recovery
+ *   finishes what did not land (**store:failure:approval-answer-truthful**).
  */
 import { TurnstateError } from '../errors.js';
 import { MAX_APPROVAL_REASON_CHARS, MAX_PRINCIPAL_JSON_CHARS } from '../limits.js';
 import type { AnswerResult, ApprovalRecord, Principal } from '../types.js';
 import type { HostCore } from './core.js';
+import type { Journal } from './journal.js';
 import { jsonProblem } from './input-checks.js';
 import { runTool } from './tool-dispatch.js';
 import { denialText, outcomeStep } from './tool-results.js';
@@ -98,7 +103,18 @@ export async function resolveApproval(
     at: clock.iso(),
     ...(answer.reason ? { reason: answer.reason } : {}),
   };
-  const res = await store.resolveApproval(approvalId, resolution);
+  let res: Awaited<ReturnType<typeof store.resolveApproval>>;
+  try {
+    res = await store.resolveApproval(approvalId, resolution);
+  } catch (err) {
+    // A store's own error (SQLite: store.write_failed naming its cause) as it is; anything else named.
+    if (err instanceof TurnstateError) throw err;
+    throw new TurnstateError(
+      'store.write_failed',
+      `the ${store.kind} store failed to record the answer to approval ${approvalId}: ${err instanceof Error ? err.message : String(err)}; answer again (an answer it did record is reported as approval.already_resolved)`,
+      { cause: err, details: { sessionId: core.id, approvalId } },
+    );
+  }
   if (!res) return notFound();
   if (!res.changed) {
     const first = res.record.resolution;
@@ -112,35 +128,97 @@ export async function resolveApproval(
   return { ok: true, record: res.record };
 }
 
+/** How far an answer got: the seqs of its `approval.resolved` and of its call's outcome (0: not yet), and whether the call ran. */
+export interface AnswerProgress {
+  resolvedSeq: number;
+  waited: boolean;
+  ran: boolean;
+  outcomeSeq: number;
+}
+
+/** What applyAnswer needs of the session besides its core. */
+export interface AnsweringSession extends HostCore {
+  /** Every pending call answered: the machine may resume the turn. */
+  answered(t: ActiveTurn): unknown;
+  /** The host gives way to one restored from the store. */
+  writeFailed(): void;
+}
+
+/**
+ * Apply an answer the store recorded: publish it, run or deny the call, resume the turn, and write
+ * it all before returning. A failure after the answer was recorded says what landed (see the contract).
+ */
+export async function applyAnswer(s: AnsweringSession, record: ApprovalRecord): Promise<void> {
+  const t = s.turn;
+  const progress: AnswerProgress = { resolvedSeq: 0, waited: false, ran: false, outcomeSeq: 0 };
+  try {
+    if (await applyResolution(s, t, record, progress)) s.answered(t!);
+    s.journal.barrier();
+  } catch (err) {
+    // The host is ahead of the store (the answer applied in memory): a fresh one is woken from it on next use.
+    s.writeFailed();
+    throw answerNotWritten(s.id, s.journal, record, progress, err);
+  }
+}
+
+/** The error for an answer the store recorded whose later write failed: what landed, and what becomes of the rest. */
+function answerNotWritten(sessionId: string, journal: Journal, record: ApprovalRecord, p: AnswerProgress, err: unknown): TurnstateError {
+  // After a failed write the journal's seq is the last one written: a seq up to it landed.
+  const landed = (seq: number): boolean => seq > 0 && journal.seq >= seq;
+  const decision = record.resolution?.decision ?? record.status;
+  const call = `${record.tool} (call ${record.callId})`;
+  const outcomeRecorded = landed(p.outcomeSeq);
+  const rest = !p.waited
+    ? `${call} was not waiting in the session's turn, so nothing else follows from the answer`
+    : outcomeRecorded
+      ? `the outcome of ${call} is recorded too, and the turn goes on from the store when the session is next used`
+      : p.ran
+        ? `${call} ran, but its outcome could not be recorded: it is unknown, and the call will not be run again (the model is told so when the session is next used)`
+        : decision === 'approved' && !landed(p.resolvedSeq)
+          ? `${call} has not run: the session runs it when it is next used`
+          : `the session finishes applying the answer when it is next used`;
+  const cause = err instanceof Error ? err.message : String(err);
+  return new TurnstateError(
+    err instanceof TurnstateError ? err.code : 'store.write_failed',
+    `approval ${record.approvalId} is answered (${decision}) and the answer is recorded: answering again gets approval.already_resolved. ` +
+      `A later write of session ${sessionId} failed (${cause}); ${rest}`,
+    { cause: err, details: { sessionId, approvalId: record.approvalId, callId: record.callId, decision, answerRecorded: true, callRan: p.ran, outcomeRecorded } },
+  );
+}
+
 /**
  * Publish a resolved approval and, when the turn waits for its call, run it (approved) or tell
- * the model it was denied. Returns true when the call was one the turn waited for.
+ * the model it was denied. Returns true when the call was one the turn waited for. `progress`
+ * follows how far it got (for the error when a write fails).
  */
-export async function applyResolution(core: HostCore, t: ActiveTurn | null, record: ApprovalRecord): Promise<boolean> {
+export async function applyResolution(core: HostCore, t: ActiveTurn | null, record: ApprovalRecord, progress?: AnswerProgress): Promise<boolean> {
   const { journal } = core;
   const resolution = record.resolution!;
-  await journal.commit({
-    events: [
-      journal.event(record.turnId, {
-        type: 'approval.resolved',
-        approvalId: record.approvalId,
-        callId: record.callId,
-        decision: resolution.decision,
-        by: resolution.by,
-        via: resolution.via,
-        ...(resolution.reason ? { reason: resolution.reason } : {}),
-      }),
-    ],
+  const resolved = journal.event(record.turnId, {
+    type: 'approval.resolved',
+    approvalId: record.approvalId,
+    callId: record.callId,
+    decision: resolution.decision,
+    by: resolution.by,
+    via: resolution.via,
+    ...(resolution.reason ? { reason: resolution.reason } : {}),
   });
+  await journal.commit({ events: [resolved] });
+  if (progress) progress.resolvedSeq = resolved.seq;
   if (!t || t.turnId !== record.turnId || !t.pending.has(record.callId)) return false;
+  if (progress) progress.waited = true;
   t.pending.delete(record.callId);
   // Until its outcome is recorded the call still holds the turn (another answer meanwhile does not resume it).
   t.answering++;
   try {
     if (resolution.decision === 'approved') {
       const tool = core.deps.registries.tools.get(record.tool);
-      if (tool) await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
-      else {
+      if (tool) {
+        // approval.resolved is durable before the call runs (a restart never runs it twice).
+        journal.barrier();
+        if (progress) progress.ran = true;
+        await runTool(core, t, record.actor, tool, { type: 'tool_use', id: record.callId, name: record.tool, input: record.args }, record, false);
+      } else {
         // Unregistered since it was asked for (a restart with another setup): the call still gets an outcome.
         const content = `Tool "${record.tool}" is no longer registered; the approved call was not run.`;
         await journal.commit(outcomeStep(journal, core.deps.clock.iso(), { turnId: t.turnId, actor: record.actor, callId: record.callId, tool: record.tool, content, isError: true }));
@@ -158,6 +236,7 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
         }),
       );
     }
+    if (progress) progress.outcomeSeq = journal.seq;
   } finally {
     t.answering--;
   }

@@ -105,9 +105,9 @@ export function requeueJoined(s: BusySession, t: ActiveTurn): void {
   t.joinedBy = undefined;
 }
 
-/** The host stops: the running turn's sender and those of its joined messages, and every queued sender, learn so. */
-export function releaseSenders(s: BusySession, t: ActiveTurn | null): void {
-  const error = { code: 'session.stopped', message: `session ${s.id} was stopped (runtime closed or session deleted) before the turn settled` };
+/** The host stops: the running turn's sender and those of its joined messages, and every queued sender, learn so (and `why`, when given). */
+export function releaseSenders(s: BusySession, t: ActiveTurn | null, why?: { code: string; message: string }): void {
+  const error = why ?? { code: 'session.stopped', message: `session ${s.id} was stopped (runtime closed or session deleted) before the turn settled` };
   if (t) {
     const outcome: TurnOutcome = { turnId: t.turnId, finalizedBy: s.machine.state(), stop: 'interrupted', parts: t.parts.slice(), usage: t.usage, error };
     t.resolve(outcome);

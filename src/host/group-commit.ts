@@ -57,6 +57,11 @@ export class GroupCommit {
     return this.error !== null;
   }
 
+  /** The failed write's error, if one failed. */
+  failure(): Error | undefined {
+    return this.error ?? undefined;
+  }
+
   /** After a failed write nothing more is accepted (the turn fails at its next step). */
   throwIfFailed(): void {
     if (this.error) throw this.error;

@@ -13,6 +13,9 @@
  *   that throws (or an error no callback handles) never reaches the session, the other
  *   subscribers or the process: it is reported as a process warning (TURNSTATE_OBSERVER_ERROR),
  *   as the router's streams report theirs, and the subscriber goes on receiving events.
+ * - A failed write does not end the live stream: the host gives way (session-directory.ts) and its
+ *   subscribers are handed to the host restored from the store (`handOver`, `adopt`), which
+ *   continues the log where they stand.
  * - The mailbox and the derived model history are caches over the log: kept while the session is
  *   awake, handed to the runtime's history cache by `forget()` (so a waking session reads only the
  *   entries written after them), rebuilt from the store otherwise.
@@ -205,6 +208,30 @@ export class Journal {
   /** Whether a failed write refuses every later one (group commit, or an asynchronous store's ordered writes). */
   failed(): boolean {
     return this.writeError !== undefined || this.groupCommit?.hasFailed() === true;
+  }
+
+  /** The failed write's error (see `failed`), if any. */
+  failure(): unknown {
+    return this.writeError ?? this.groupCommit?.failure();
+  }
+
+  /**
+   * The live subscribers, taken from this journal (its host gives way after a failed write): the
+   * host restored from the store adopts them (`adopt`), so they follow the session on. Each
+   * subscriber resumes after the last seq it was given, so nothing is delivered twice or skipped
+   * (the new host's log continues from what the store holds, which is what was published).
+   */
+  handOver(): Subject<SessionEvent> | null {
+    const live = this.live;
+    this.live = null;
+    return live?.observed ? live : null;
+  }
+
+  /** Subscribers handed over by the host this one replaces (before anything is published here). */
+  adopt(live: Subject<SessionEvent>): void {
+    if (!live.observed) return;
+    if (this.live === null && !this.completed) this.live = live;
+    else live.complete();
   }
 
   /** Write whatever group commit holds now (no-op for other stores). */

@@ -7,10 +7,11 @@
  * (another create of it fails; a wake or a delete waits for it) and by a delete (nothing wakes
  * it; another delete waits).
  */
+import type { Subject } from 'rxjs';
 import type { ArtifactStore, SessionHandle, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { SessionRecord } from '../types.js';
+import type { SessionEvent, SessionRecord } from '../types.js';
 import { SessionHost, type HostDeps, type HostState } from './session-host.js';
 import { SessionRef } from './session-ref.js';
 
@@ -37,6 +38,12 @@ export class SessionDirectory {
   // held weakly while someone else holds it, and dead entries are swept as that map grows.
   private readonly handles = new Map<string, SessionHandle>();
   private readonly dormant = new Map<string, WeakRef<SessionHandle>>();
+  /**
+   * The events() subscribers of a session whose host gave way after a failed write, until the
+   * session is woken again: its new host adopts them, so a failed write never ends a subscription
+   * (**store:failure:events-follow**). Completed when the session is deleted or the runtime closes.
+   */
+  private readonly followers = new Map<string, Subject<SessionEvent>>();
   private sweepAt = 1024;
   private isClosed = false;
   private readonly store: SessionStore;
@@ -61,6 +68,18 @@ export class SessionDirectory {
   /** The live host of `id`, if it has one (nothing is woken). */
   peek(id: string): SessionHost | undefined {
     return this.hosts.get(id);
+  }
+
+  /**
+   * The live host of `id` if it can still write: a host whose write failed is ahead of the store
+   * and gives way here, whichever call meets it first, so the next call wakes a fresh one from the
+   * store instead of meeting the failed write's error again (**store:failure:host-replaced**).
+   */
+  private usable(id: string): SessionHost | undefined {
+    const h = this.hosts.get(id);
+    if (h === undefined || !h.journal.failed()) return h;
+    this.evict(h);
+    return undefined;
   }
 
   /** The store's errors as the runtime's: `store.closed` once closed is `runtime.closed` (as for every method after close()), `store.session_exists` is `session.exists`. */
@@ -94,17 +113,24 @@ export class SessionDirectory {
     return n;
   }
 
-  /** A host whose commit failed leaves memory (its session is woken from the store on next use). */
-  evict(h: { readonly id: string; stop(): void }): void {
-    if (this.hosts.get(h.id) !== h) return;
-    h.stop();
-    this.hosts.delete(h.id);
-    this.putDormant(h.id);
+  /** A host whose commit failed leaves memory (its session is woken from the store on next use); its subscribers wait for that. */
+  evict(h: { readonly id: string }): void {
+    const host = this.hosts.get(h.id);
+    if (host !== h || host === undefined) return;
+    const live = host.journal.handOver();
+    if (live) this.followers.set(host.id, live);
+    const cause = host.journal.failure();
+    host.stop({
+      code: 'store.write_failed',
+      message: `a write of session ${host.id} failed${cause instanceof Error ? ` (${cause.message})` : ''}; its turn was not finished here and goes on from what the store holds when the session is next used`,
+    });
+    this.hosts.delete(host.id);
+    this.putDormant(host.id);
   }
 
   /** The live host of `id`, woken (and recovered) from the store if need be; undefined if there is no such session. */
   async activate(id: string): Promise<SessionHost | undefined> {
-    const live = this.hosts.get(id);
+    const live = this.usable(id);
     if (live) return live;
     // Not woken while being deleted (session:delete:during-activation); live once created.
     if (this.deleting.has(id)) return undefined;
@@ -131,6 +157,11 @@ export class SessionDirectory {
       const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
       if (this.deleting.has(id) || this.isClosed) return undefined;
       host = new SessionHost(this.deps, record, lastSeq, snapshot);
+      const following = this.followers.get(id);
+      if (following) {
+        this.followers.delete(id);
+        host.journal.adopt(following);
+      }
       this.hosts.set(id, host);
       const hostState = snapshot?.host as HostState | undefined;
       if (host.turnState() !== 'idle' || queued.length || hostState?.queue?.length) await host.recover(hostState, queued);
@@ -141,22 +172,25 @@ export class SessionDirectory {
       // A session whose stored state this runtime cannot restore (a damaged row, a turn state
       // no longer registered) is left as stored, and the error says which session it is.
       if (host !== undefined && this.hosts.get(id) === host) {
+        // Its subscribers wait for the next try.
+        const live = host.journal.handOver();
+        if (live) this.followers.set(id, live);
         host.stop();
         this.hosts.delete(id);
       }
-      if (err instanceof TurnstateError && err.code === 'store.closed') throw err;
+      if (err instanceof TurnstateError && (err.code === 'store.closed' || err.code === 'session.unrestorable')) throw err;
       throw unrestorable(id, err);
     }
   }
 
   /** The live host of `id`, woken if need be; throws `session.not_found` (or `runtime.closed`). */
   private readonly live = async (id: string): Promise<SessionHost> => {
-    const h = this.hosts.get(id) ?? (await this.whileOpen(() => this.activate(id)));
+    const h = this.usable(id) ?? (await this.whileOpen(() => this.activate(id)));
     if (h) return h;
     throw this.isClosed ? runtimeClosed() : new TurnstateError('session.not_found', `session ${id} no longer exists`);
   };
 
-  private readonly peekFn = (id: string) => this.hosts.get(id);
+  private readonly peekFn = (id: string) => this.usable(id);
 
   /** The one handle of `host`'s session (a dormant one taken back if a caller still holds it). */
   handleFor(host: SessionHost): SessionHandle {
@@ -224,7 +258,8 @@ export class SessionDirectory {
   private async remove(id: string): Promise<boolean> {
     const drop = () => {
       this.hosts.get(id)?.stop();
-      for (const m of [this.hosts, this.handles, this.dormant]) m.delete(id);
+      this.followers.get(id)?.complete();
+      for (const m of [this.hosts, this.handles, this.dormant, this.followers]) m.delete(id);
       this.deps.historyCache?.drop(id);
     };
     try {
@@ -249,16 +284,19 @@ export class SessionDirectory {
 
   /** Sessions created in this event-loop turn are written now (under group commit, before a listing). */
   persistAll(): void {
-    for (const h of this.hosts.values()) h.persistNow();
+    // (A host whose write failed holds nothing more to write: it gives way on its next use.)
+    for (const h of this.hosts.values()) if (!h.journal.failed()) h.persistNow();
   }
 
   /** Refuses everything from now on and stops every live host: committed steps finish; running turns stay recorded and resume on recover(). */
   close(): void {
     this.isClosed = true;
     for (const h of this.hosts.values()) h.stop();
+    for (const f of this.followers.values()) f.complete();
     this.hosts.clear();
     this.handles.clear();
     this.dormant.clear();
+    this.followers.clear();
   }
 
   private putDormant(id: string): void {

@@ -17,7 +17,7 @@ import { TurnstateError } from '../errors.js';
 import type { PersistedSession, QueuedEntry, SessionRecord, StepCommit } from '../machines/ports.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
 import type { AnswerResult, ExecutionRecord, InboundMessage, MailboxEntry, Principal, SessionEvent } from '../types.js';
-import { applyResolution, resolveApproval } from './approval-answers.js';
+import { applyAnswer, resolveApproval } from './approval-answers.js';
 import type { HostDeps } from './core.js';
 import { Journal } from './journal.js';
 import { LiveMachine } from './live-machine.js';
@@ -200,9 +200,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     const r = await resolveApproval(this, approvalId, answer, by, via);
     if (!r.ok) return r;
     this.deps.onActivity(this);
-    const t = this.turn;
-    if (await applyResolution(this, t, r.record)) await this.answered(t!);
-    this.journal.barrier();
+    await applyAnswer(this, r.record);
     return r;
   }
 
@@ -274,8 +272,8 @@ export class SessionHost implements SessionHandle, LoopOwner {
     void this.loop.pump(t);
   }
 
-  /** Stop the live actor (passivation or shutdown). Events already committed stay in the store. */
-  stop(): void {
+  /** Stop the live actor (passivation, shutdown, a failed write: `why` tells waiting senders). Events already committed stay in the store. */
+  stop(why?: { code: string; message: string }): void {
     // What was committed is written before the host goes away (nothing accepted is lost).
     try {
       this.journal.barrier();
@@ -289,7 +287,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.machine.stop();
     this.journal.complete();
     // Nothing more runs in this host: release whoever awaits a turn here (the store keeps it for recover()).
-    releaseSenders(this, this.turn);
+    releaseSenders(this, this.turn, why);
     const waiters = this.idleWaiters;
     this.idleWaiters = null;
     if (waiters) for (const f of waiters) f();

@@ -10,9 +10,13 @@ import type { Journal } from './journal.js';
 
 export { denialText, TOOL_CALL_DENIED } from '../types.js';
 
-/** What the model reads for a call that may have run when the process stopped (never run twice). */
+/**
+ * What the model reads for a call that may have run but whose result was never recorded: the
+ * process stopped while it ran, or the write of its result failed (never run twice). Recovery
+ * writes it (recovery.ts); replay reads such a call by its missing execution record, not this text.
+ */
 export function unknownOutcomeText(tool: string): string {
-  return `The outcome of ${tool} is unknown: the runtime restarted while it was running, and it was not run again. Check its effect before calling it again.`;
+  return `The outcome of ${tool} is unknown: its result was not recorded (the runtime restarted while it ran, or writing its result failed), and it was not run again. Check its effect before calling it again.`;
 }
 
 /**

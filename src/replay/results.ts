@@ -89,46 +89,56 @@ function recordedError(x: ExecutionRecord | undefined, shown: ToolResultEntry | 
   return x?.result ?? '';
 }
 
+/**
+ * A recorded call's key: its turn and its id. A tool_use id is unique within its turn's
+ * conversation, not across turns (a script's fixed `id`, a counter that restarted).
+ */
+const callKey = (turnId: string, callId: string): string => `${turnId}\n${callId}`;
+
 export function recordedResults(rec: Recording, match: 'callId' | 'content'): ToolResultSource {
   // A retried call logs one record per attempt; its last one is what the call returned.
   const finals = new Map<string, ExecutionRecord>();
-  for (const x of rec.executions) finals.set(x.callId, x);
+  for (const x of rec.executions) finals.set(callKey(x.turnId, x.callId), x);
   const shownOf = new Map<string, ToolResultEntry>();
-  for (const m of rec.mailbox) if (m.kind === 'tool_result') shownOf.set(m.callId, m);
+  for (const m of rec.mailbox) if (m.kind === 'tool_result') shownOf.set(callKey(m.turnId, m.callId), m);
   // The tool.result event's view (the ui-stream view, or the error text): the whole of what the model's view may have cut.
   const viewOf = new Map<string, { value: unknown }>();
-  for (const e of rec.events) if (e.type === 'tool.result' && !e.denial) viewOf.set(e.callId, { value: e.view });
+  for (const e of rec.events) if (e.type === 'tool.result' && !e.denial) viewOf.set(callKey(e.turnId, e.callId), { value: e.view });
   // Calls with a result the model read but no execution record: an outcome reported unknown after
-  // a restart (never a denial: it is answered, not served). Content matching takes their arguments
+  // a restart or a failed write (never a denial: it is answered, not served). Content matching takes their arguments
   // from their tool.called.
   const unlogged: { callId: string; turnId: string; tool: string; args: unknown }[] = [];
   if (match === 'content') {
     for (const e of rec.events) {
-      if (e.type === 'tool.called' && e.side !== 'client' && !finals.has(e.callId) && shownOf.has(e.callId) && viewOf.has(e.callId)) {
+      if (e.type !== 'tool.called' || e.side === 'client') continue;
+      const key = callKey(e.turnId, e.callId);
+      if (!finals.has(key) && shownOf.has(key) && viewOf.has(key)) {
         unlogged.push({ callId: e.callId, turnId: e.turnId, tool: e.tool, args: e.args });
       }
     }
   }
-  // Under content matching: each recorded call serves one call of the re-run (by its id, whatever its attempts).
+  // Under content matching: each recorded call serves one call of the re-run (by its turn and id, whatever its attempts).
   const used = new Set<string>();
-  /** Per call of the re-run, the recorded call it was given (a call is served once). */
+  /** Per call of the re-run (its turn and id), the recorded call it was given (a call is served once). */
   const chosen = new Map<string, string | undefined>();
 
   const pick = (tool: string, args: unknown, ctx: ToolContext): string | undefined => {
-    if (chosen.has(ctx.callId)) return chosen.get(ctx.callId);
+    const self = callKey(ctx.turnId, ctx.callId);
+    if (chosen.has(self)) return chosen.get(self);
     let callId: string | undefined;
-    if (match === 'callId') callId = finals.has(ctx.callId) || shownOf.has(ctx.callId) ? ctx.callId : undefined;
+    if (match === 'callId') callId = finals.has(self) || shownOf.has(self) ? ctx.callId : undefined;
     else {
       const key = canonicalJson(args);
       for (const x of [...finals.values(), ...unlogged]) {
-        if (x.turnId === ctx.turnId && x.tool === tool && !used.has(x.callId) && canonicalJson(x.args) === key) {
+        if (x.turnId === ctx.turnId && x.tool === tool && !used.has(callKey(x.turnId, x.callId)) && canonicalJson(x.args) === key) {
           callId = x.callId;
           break;
         }
       }
     }
-    if (callId !== undefined) used.add(callId);
-    chosen.set(ctx.callId, callId);
+    // The recorded call is of the re-run's turn (both matchings).
+    if (callId !== undefined) used.add(callKey(ctx.turnId, callId));
+    chosen.set(self, callId);
     return callId;
   };
 
@@ -143,10 +153,11 @@ export function recordedResults(rec: Recording, match: 'callId' | 'content'): To
         throw new ToolErrorText(noResultText(tool, ctx.turnId));
       }
       src.served++;
-      const x = finals.get(callId);
-      // No execution record: a call whose outcome was reported unknown after a restart; the model's view holds it.
-      const shown = shownOf.get(callId);
-      const view = viewOf.get(callId);
+      const key = callKey(ctx.turnId, callId);
+      const x = finals.get(key);
+      // No execution record: a call whose outcome was reported unknown (after a restart or a failed write); the model's view holds it.
+      const shown = shownOf.get(key);
+      const view = viewOf.get(key);
       if (x === undefined ? shown!.isError : x.isError) throw new ToolErrorText(recordedError(x, shown, view));
       if (x === undefined || x.resultTruncated) return shown === undefined ? x?.result : (uncut(shown.content, view) ?? shown.content);
       return JSON.parse(x.result) as unknown;

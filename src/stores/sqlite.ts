@@ -31,6 +31,7 @@ import {
   storeError,
 } from './contract.js';
 import type { SqliteSessionStore, SqliteStoreOptions } from './sqlite-types.js';
+import { isConstraint, parseRow, parseRows, toApproval, writeFailed, type ApprovalRow } from './sqlite-rows.js';
 
 export type { SqliteSessionStore, SqliteStoreInfo, SqliteStoreOptions } from './sqlite-types.js';
 
@@ -45,25 +46,6 @@ interface Head {
 }
 
 const HEAD_CACHE_MAX = 10_000;
-
-interface ApprovalRow {
-  body: string;
-  status: ApprovalRecord['status'];
-  resolution: string | null;
-}
-
-function toApproval(row: ApprovalRow): ApprovalRecord {
-  const record = JSON.parse(row.body) as ApprovalRecord;
-  record.status = row.status;
-  if (row.resolution !== null) record.resolution = JSON.parse(row.resolution) as ApprovalRecord['resolution'];
-  return record;
-}
-
-function parseAll<T>(bodies: unknown[]): T[] {
-  const out = new Array<T>(bodies.length);
-  for (let i = 0; i < bodies.length; i++) out[i] = JSON.parse(bodies[i] as string) as T;
-  return out;
-}
 
 /** Opens (or creates) a SQLite store at `path` (kind 'sqlite'). */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionStore {
@@ -95,8 +77,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const insertSession = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?)');
   const createSessionIfNew = q('INSERT INTO sessions (id, tenant_id, created_at, body) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO NOTHING');
   const selectSession = q<string>('SELECT body FROM sessions WHERE id = ?').pluck();
-  const selectSessions = q<string>('SELECT body FROM sessions ORDER BY sk').pluck();
-  const selectSessionsByTenant = q<string>('SELECT body FROM sessions WHERE tenant_id = ? ORDER BY sk').pluck();
+  const selectSessions = q<[string, string]>('SELECT id, body FROM sessions ORDER BY sk').raw();
+  const selectSessionsByTenant = q<[string, string]>('SELECT id, body FROM sessions WHERE tenant_id = ? ORDER BY sk').raw();
   const selectSk = q<number>('SELECT sk FROM sessions WHERE id = ?').pluck();
 
   // A session's commits are the log rows keyed from sk * 2^32 + 1 to sk * 2^32 + 2^32 - 1; every
@@ -113,7 +95,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   const deleteQueue = q('DELETE FROM queue WHERE sk = ?');
   const enqueue = q('INSERT INTO queue (sk, turn_id, pos, body) VALUES (?, ?, ?, ?) ON CONFLICT (sk, turn_id) DO UPDATE SET pos = excluded.pos, body = excluded.body');
   const dequeue = q('DELETE FROM queue WHERE sk = ? AND turn_id = ?');
-  const selectQueue = q<string>('SELECT q.body FROM sessions s JOIN queue q ON q.sk = s.sk WHERE s.id = ? ORDER BY q.pos').pluck();
+  const selectQueue = q<[string, string]>('SELECT s.id, q.body FROM sessions s JOIN queue q ON q.sk = s.sk WHERE s.id = ? ORDER BY q.pos').raw();
   // The commit number of the row holding the session's snapshot (the latest rows first: it is near the end).
   const snapRow = q<number>(`SELECT k - ${SK} * ${LOG_SPAN} FROM log WHERE ${range} AND snapshot IS NOT NULL ORDER BY k DESC LIMIT 1`).pluck();
   const clearSnapshot = q(`UPDATE log SET snapshot = NULL WHERE k = CAST(? AS INTEGER) * ${LOG_SPAN} + CAST(? AS INTEGER)`);
@@ -141,7 +123,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
   // The latest snapshot: the last commit that carried one.
   const selectSnapshot = q<string>(`SELECT l.snapshot ${fromSession} AND l.snapshot IS NOT NULL ORDER BY l.k DESC LIMIT 1`).pluck();
 
-  const approvalCols = 'SELECT body, status, resolution FROM approvals';
+  const approvalCols = 'SELECT approval_id, session_id, body, status, resolution FROM approvals';
   const selectApproval = q<ApprovalRow>(`${approvalCols} WHERE approval_id = ?`);
   const selectApprovalsAll = q<ApprovalRow>(`${approvalCols} ORDER BY rowid`);
   const selectApprovalsBySession = q<ApprovalRow>(`${approvalCols} WHERE session_id = ? ORDER BY rowid`);
@@ -294,27 +276,31 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
         insertSession.run(record.id, record.tenantId ?? null, record.createdAt, JSON.stringify(record));
       } catch (err) {
         if (isConstraint(err)) throw sessionExists(record.id);
-        throw writeFailed('createSession', err);
+        throw writeFailed(`create session ${record.id}`, err, 'nothing was written');
       }
     },
 
     getSession(id) {
       open();
       const body = selectSession.get(id);
-      return body === undefined ? undefined : (JSON.parse(body) as SessionRecord);
+      return body === undefined ? undefined : parseRow<SessionRecord>(body, id, 'session record');
     },
 
     listSessions(filter) {
       open();
       const tenantId = filter?.tenantId;
       const bodies = tenantId === undefined ? selectSessions.all() : selectSessionsByTenant.all(tenantId);
-      return parseAll<SessionRecord>(bodies);
+      return parseRows<SessionRecord>(bodies, 'session record');
     },
 
     deleteSession(id) {
       writable('deleteSession');
       heads.delete(id);
-      deleteTx.immediate(id);
+      try {
+        deleteTx.immediate(id);
+      } catch (err) {
+        throw writeFailed(`delete session ${id}`, err, 'nothing was deleted');
+      }
     },
 
     commit(sessionId, step) {
@@ -331,7 +317,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
             sessionId,
           });
         }
-        throw writeFailed('commit', err);
+        throw writeFailed(`write a commit of session ${sessionId}`, err, 'nothing of that commit was written');
       }
     },
 
@@ -347,7 +333,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       if (sk === undefined) return out;
       const from = afterSeq <= 0 ? 1 : firstCommitAfter(sk, h?.n ?? head.get({ sk })?.[2] ?? 0, afterSeq);
       for (const body of selectEventsFrom.iterate({ sk, from }) as IterableIterator<string>) {
-        const batch = JSON.parse(body) as SessionEvent[];
+        const batch = parseRow<SessionEvent[]>(body, sessionId, 'event log');
         for (let i = 0; i < batch.length; i++) {
           const e = batch[i] as SessionEvent;
           if (e.seq <= afterSeq) continue;
@@ -369,7 +355,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       const out: MailboxEntry[] = [];
       if (after === 0) {
         for (const body of selectMailbox.all({ sid: sessionId })) {
-          const batch = JSON.parse(body as string) as MailboxEntry[];
+          const batch = parseRow<MailboxEntry[]>(body as string, sessionId, 'mailbox');
           for (let i = 0; i < batch.length; i++) out.push(batch[i] as MailboxEntry);
         }
         return out;
@@ -383,7 +369,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       const skips: number[] = [];
       for (const [lastOrd, body] of selectMailboxBack.iterate({ sid: sessionId }) as IterableIterator<[number, string]>) {
         if (lastOrd <= after) break;
-        const batch = JSON.parse(body) as MailboxEntry[];
+        const batch = parseRow<MailboxEntry[]>(body, sessionId, 'mailbox');
         const first = lastOrd - batch.length + 1;
         batches.push(batch);
         skips.push(first > after ? 0 : after - first + 1);
@@ -398,14 +384,14 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
 
     readQueue(sessionId) {
       open();
-      return parseAll<QueuedEntry>(selectQueue.all(sessionId));
+      return parseRows<QueuedEntry>(selectQueue.all(sessionId), 'queued message');
     },
 
     readExecutions(sessionId) {
       open();
       const out: ExecutionRecord[] = [];
       for (const body of selectExecutions.all({ sid: sessionId })) {
-        const batch = JSON.parse(body as string) as ExecutionRecord[];
+        const batch = parseRow<ExecutionRecord[]>(body as string, sessionId, 'execution log');
         for (let i = 0; i < batch.length; i++) out.push(batch[i] as ExecutionRecord);
       }
       return out;
@@ -414,7 +400,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     loadSnapshot(sessionId) {
       open();
       const body = selectSnapshot.get({ sid: sessionId });
-      return body === undefined ? undefined : (JSON.parse(body) as PersistedSession);
+      return body === undefined ? undefined : parseRow<PersistedSession>(body, sessionId, 'snapshot');
     },
 
     getApproval(approvalId) {
@@ -440,7 +426,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
     resolveApproval(approvalId, resolution) {
       writable('resolveApproval');
       checkResolution(approvalId, resolution);
-      return resolveTx.immediate(approvalId, resolution.decision, JSON.stringify(resolution));
+      try {
+        return resolveTx.immediate(approvalId, resolution.decision, JSON.stringify(resolution));
+      } catch (err) {
+        if (err instanceof TurnstateError) throw err;
+        throw writeFailed(`record the answer to approval ${approvalId}`, err, 'the approval is as it was');
+      }
     },
 
     close() {
@@ -462,13 +453,4 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteSessionSto
       };
     },
   };
-}
-
-function isConstraint(err: unknown): boolean {
-  return typeof (err as { code?: unknown } | null)?.code === 'string' && (err as { code: string }).code.startsWith('SQLITE_CONSTRAINT');
-}
-
-function writeFailed(what: string, err: unknown): TurnstateError {
-  const message = err instanceof Error ? err.message : String(err);
-  return new TurnstateError('store.write_failed', `sqlite ${what} failed, nothing was written: ${message}`, { cause: err });
 }

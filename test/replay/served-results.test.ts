@@ -1,7 +1,7 @@
 /**
  * docs/concepts/replay.md, tool results: "the model reads exactly the recorded text" — also a
  * result the runtime cut for the model (toolResultMaxChars), which the host would otherwise cut a
- * second time — and "a call whose outcome was reported unknown after a restart replays as a failed
+ * second time — and "a call whose outcome was reported unknown after a restart or a failed write replays as a failed
  * call with the recorded text", also when its calls are matched by tool and arguments (another model).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -102,7 +102,7 @@ describe('replay: a tool result cut for the model', () => {
 });
 
 describe('replay: an unknown outcome against another model', () => {
-  it('replay:script:unknown-outcome — "a call whose outcome was reported unknown after a restart replays as a failed call with the recorded text", also matched by tool and arguments (replayWithScript, match: content)', async () => {
+  it('replay:script:unknown-outcome — "a call whose outcome was reported unknown after a restart or a failed write replays as a failed call with the recorded text", also matched by tool and arguments (replayWithScript, match: content)', async () => {
     const db = join(dir, 'unknown.db');
     const sideLog = join(dir, 'unknown.log');
     const first = new Child({ db, sideLog, phase: 'start', sessionId: 'rec', message: 'charge the card', killInCharge: true });

@@ -4,7 +4,9 @@
  * tool calls while the session holds the actor).
  *
  * Contract: `done` resolves exactly once with the stop reason; after it resolves no item is
- * emitted. A failing event stream or snapshot ends the turn with `error`.
+ * emitted. A failing event stream or snapshot ends the turn with `error`. A turn that stops with
+ * `error` carries the error the runtime reported (`error`: the turn's `turn.settled`, its
+ * `TurnOutcome`, or the stream's failure), so the response can say what failed.
  */
 import type { Subscription } from 'rxjs';
 import type { SessionHandle, SessionSnapshot, TurnOutcome } from '../../api.js';
@@ -26,7 +28,20 @@ export interface TurnFollower {
   /** Stop following with this reason (no-op once stopped). */
   stop(reason: StopReason): void;
   readonly done: Promise<StopReason>;
+  /** Once stopped with `error`: the error the runtime reported for the turn, when it reported one. */
+  readonly error: TurnError | undefined;
 }
+
+/** An errored turn's code and message (as `turn.settled` and `TurnOutcome` carry them). */
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
+const errorOf = (e: unknown): TurnError => ({
+  code: typeof (e as { code?: unknown } | null)?.code === 'string' ? (e as { code: string }).code : 'stream.failed',
+  message: e instanceof Error ? e.message : String(e),
+});
 
 export interface FollowOptions {
   handle: SessionHandle;
@@ -64,10 +79,13 @@ export function followTurn(opts: FollowOptions): TurnFollower {
   let resolveDone!: (r: StopReason) => void;
   const done = new Promise<StopReason>((r) => (resolveDone = r));
   let sub: Subscription | undefined;
+  /** The error reported for the turn (kept only when it stops with `error`). */
+  let error: TurnError | undefined;
 
-  const stop = (reason: StopReason): void => {
+  const stop = (reason: StopReason, why?: TurnError): void => {
     if (stopped) return;
     stopped = true;
+    if (reason === 'error') error = why ?? projector.settled?.error;
     buffer = undefined;
     // Unsubscribing synchronously inside `next` is safe with RxJS; deferred when not yet assigned.
     if (sub !== undefined) sub.unsubscribe();
@@ -94,9 +112,9 @@ export function followTurn(opts: FollowOptions): TurnFollower {
           check();
         }
       },
-      () => {
+      (e: unknown) => {
         checking = false;
-        stop('error');
+        stop('error', errorOf(e));
       },
     );
   };
@@ -145,7 +163,7 @@ export function followTurn(opts: FollowOptions): TurnFollower {
 
   sub = handle.events(opts.afterSeq).subscribe({
     next: onEvent,
-    error: () => stop('error'),
+    error: (e: unknown) => stop('error', errorOf(e)),
     complete: () => stop(projector.settled !== undefined ? projector.stopReason() : 'error'),
   });
   if (stopped) sub.unsubscribe();
@@ -166,6 +184,13 @@ export function followTurn(opts: FollowOptions): TurnFollower {
         check();
         return;
       }
+      // The store refused a write of the turn (or of the one before it): what was written has
+      // been published, and the rest is not run here (waiting would only wake the session from
+      // the store to ask). The session goes on from the store on its next request.
+      if (o.error !== undefined && o.error.code.startsWith('store.')) {
+        stop('error', o.error);
+        return;
+      }
       // Normally turn.settled arrives first. Otherwise wait while the stream is still behind
       // the session (bounded), then stop with the outcome's reason.
       const deadline = Date.now() + 20 * graceMs;
@@ -180,15 +205,18 @@ export function followTurn(opts: FollowOptions): TurnFollower {
         handle.snapshot().then(
           (snap) => {
             if (stopped) return;
-            if (lastSeq >= snap.lastSeq || Date.now() >= deadline) stop(fromOutcome());
+            if (lastSeq >= snap.lastSeq || Date.now() >= deadline) stop(fromOutcome(), o.error);
             else setTimeout(tick, graceMs).unref();
           },
-          () => stop('error'),
+          (e: unknown) => stop('error', o.error ?? errorOf(e)),
         );
       };
       setTimeout(tick, graceMs).unref();
     },
-    stop,
+    stop: (reason) => stop(reason),
     done,
+    get error() {
+      return error;
+    },
   };
 }

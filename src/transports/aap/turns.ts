@@ -348,7 +348,8 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
   /** Set once the follower stopped: how the turn's response ends. */
   let stopped: StopReason | undefined;
   const end = (reason: StopReason): void => {
-    if (!closed) sink.finish(reason, projector.unresolvedCalls(), compatFields(projector));
+    // An errored turn says what failed (the code and message the runtime reported), beside stopReason.
+    if (!closed) sink.finish(reason, projector.unresolvedCalls(), extraFields(projector, reason === 'error' ? follower.error : undefined));
   };
   const onClose = (): void => {
     closed = true;
@@ -385,20 +386,21 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
 interface Sink {
   start(): void;
   item: (item: AapItem) => void;
-  /** `extra`: turnstate's fields beside stopReason (spec 003 userResponse / finalContent), usually empty. */
-  finish(reason: StopReason, unresolved: string[], extra: CompatFields): void;
+  /** `extra`: turnstate's fields beside stopReason (spec 003 userResponse / finalContent; an errored turn's error), usually empty. */
+  finish(reason: StopReason, unresolved: string[], extra: ExtraFields): void;
   /** The client went before `finish`: release what the response holds (its heartbeat). */
   close(): void;
 }
 
-/** Spec 003 compatibility turns: `turn_stop` (and the `none` body) carry `userResponse` and `finalContent`. */
-type CompatFields = { userResponse?: string; finalContent?: string };
+/** What `turn_stop` (and the `none` body) carry beside stopReason: spec 003 compatibility turns' `userResponse` and `finalContent`; an errored turn's `error` (in `turn_stop`; the `none` body names its code in the `turnstate-error-code` header). */
+type ExtraFields = { userResponse?: string; finalContent?: string; error?: { code: string; message: string } };
 
-function compatFields(projector: AapProjector): CompatFields {
+function extraFields(projector: AapProjector, error: { code: string; message: string } | undefined): ExtraFields {
   const s = projector.settled;
-  const out: CompatFields = {};
+  const out: ExtraFields = {};
   if (s?.userResponse !== undefined) out.userResponse = s.userResponse;
   if (s?.finalContent !== undefined) out.finalContent = s.finalContent;
+  if (error !== undefined) out.error = { code: error.code, message: error.message };
   return out;
 }
 
@@ -407,10 +409,17 @@ function jsonSink(res: ServerResponse): Sink {
   return {
     start() {},
     item: builder.push,
-    finish(reason, unresolved, extra) {
-      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved), ...extra });
+    finish(reason, unresolved, { error, ...compat }) {
+      // The body is exactly { stopReason, messages } (AAP), plus a compatibility turn's fields; an
+      // errored turn's code rides a header instead (turn_stop carries the whole error).
+      const body = JSON.stringify({ stopReason: reason, messages: builder.finish(unresolved), ...compat });
       if (res.headersSent || res.writableEnded) return;
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store' });
+      res.writeHead(200, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(Buffer.byteLength(body)),
+        'cache-control': 'no-store',
+        ...(error === undefined ? {} : { 'turnstate-error-code': error.code }),
+      });
       res.end(body);
     },
     close() {},

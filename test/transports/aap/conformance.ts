@@ -87,6 +87,7 @@ export function checkResponse(r: TurnResult, mode: 'delta' | 'message' | 'none',
       if (e.event === 'thinking') expect(typeof e.data.thinking).toBe('string');
     }
     expect(STOP_REASONS).toContain(ev[ev.length - 1]!.data.stopReason);
+    if (ev[ev.length - 1]!.data.error !== undefined) checkError(ev[ev.length - 1]!.data.stopReason, ev[ev.length - 1]!.data.error);
   }
   for (const [id, name] of [...calls, ...prior]) {
     if (clientTools.includes(name)) expect(results.has(id)).toBe(false);
@@ -97,4 +98,11 @@ export function checkResponse(r: TurnResult, mode: 'delta' | 'message' | 'none',
   if (stopReason === 'tool_use') expect(unresolved.length).toBeGreaterThan(0);
   if (stopReason === 'end_turn') expect(unresolved).toEqual([]);
   return { calls, results, unresolved, stopReason };
+}
+
+/** An errored turn's `error` beside stopReason: only with `error`, exactly `{ code, message }`. */
+function checkError(stopReason: string, error: unknown): void {
+  expect(stopReason).toBe('error');
+  expect(Object.keys(error as object).sort()).toEqual(['code', 'message']);
+  expect(error).toEqual({ code: expect.any(String), message: expect.any(String) });
 }

@@ -81,6 +81,7 @@ export interface TurnResult {
   raw: string;
   /** JSON body (none mode or errors). */
   json: any;
+  headers: Headers;
 }
 
 export async function api(url: string, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<{ status: number; json: any; headers: Headers; raw: string }> {
@@ -126,7 +127,7 @@ export async function turn(url: string, sessionId: string, body: Record<string, 
   } else if (raw !== '') {
     json = JSON.parse(raw);
   }
-  return { status: res.status, contentType, events, raw, json };
+  return { status: res.status, contentType, events, raw, json, headers: res.headers };
 }
 
 export function user(text: string, stream: 'delta' | 'message' | 'none' = 'none', extra: Record<string, unknown> = {}): Record<string, unknown> {
