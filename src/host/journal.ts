@@ -34,6 +34,9 @@ import { cursorAheadProblem } from '../limits.js';
 
 const ignore = (): void => {};
 
+const stoppedError = (sessionId: string): TurnstateError =>
+  new TurnstateError('session.stopped', `session ${sessionId} was stopped (runtime closed, session deleted or passivated): nothing more is written here; the store resumes what it holds`);
+
 /** `Journal.later` while a fan-out runs and nothing waits (never written to). */
 const FANNING: SessionEvent[] = [];
 
@@ -150,6 +153,10 @@ export class Journal {
 
   /** Commit one step, then publish its events. Synchronous for synchronous stores. */
   commit(step: StepCommit, withSnapshot = false): void | Promise<void> {
+    // A stopped host writes nothing more: what it had was written when it stopped, and the store
+    // resumes the rest (a continuation still running in it, e.g. an aborted tool, must not write
+    // into a closed store or race the host that replaces it).
+    if (this.completed) throw stoppedError(this.sessionId);
     this.owner.stageCommit(step);
     if (withSnapshot) step.snapshot = this.owner.persistedSession();
     if (this.groupCommit) return this.group(step);
@@ -236,7 +243,8 @@ export class Journal {
 
   /** Write whatever group commit holds now (no-op for other stores). */
   barrier(): void {
-    this.groupCommit?.flush();
+    // Once stopped there is nothing to write: stop() wrote what was buffered.
+    if (!this.completed) this.groupCommit?.flush();
   }
 
   /** Resolves once what is buffered now has been written (at once when nothing is, or without group commit). */

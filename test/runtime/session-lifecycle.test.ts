@@ -4,7 +4,10 @@
  * deterministic by a store whose chosen method waits at a gate the test opens.
  */
 import { describe, expect, it } from 'vitest';
+import type { ModelPort, TurnRef } from '../../src/api.js';
 import type { SessionStore } from '../../src/machines/ports.js';
+import { createScriptedModel } from '../../src/models/scripted.js';
+import { createRuntime } from '../../src/runtime.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
 import { createSqliteStore } from '../../src/stores/sqlite.js';
 import { answer, harness, part, respond } from './helpers.js';
@@ -150,6 +153,39 @@ for (const kind of ['memory', 'sqlite'] as const) {
       await rt.close();
       g.release();
       await expect(call).rejects.toMatchObject({ code: 'runtime.closed' });
+    });
+
+    it('api:closed:send-under-way — "also when the call was under way as the runtime closed": a send made as close() stops the session, while a model response arrives that the stopped host must not write, is taken (its outcome session.stopped) and never rejects with the store\'s store.closed', async () => {
+      const scripted = createScriptedModel(simple);
+      const outcomes = new Set<string>();
+      // The model's response lands a varying number of microtasks before the send and close().
+      for (let ticks = 0; ticks < 30; ticks++) {
+        let release!: () => void;
+        const gate = new Promise<void>((r) => (release = r));
+        const model: ModelPort = {
+          name: 'gated',
+          async *stream(req) {
+            // Ignores the abort: the response arrives whatever happened meanwhile.
+            await gate;
+            yield* scripted.stream(req, new AbortController().signal);
+          },
+        };
+        const rt = createRuntime({ model, store: stores[kind]() });
+        rt.registries.actors.register({ name: 'desk' });
+        const s = await rt.createSession({ actor: 'desk' });
+        await s.send('hello');
+        await new Promise((r) => setTimeout(r, 5));
+        release();
+        for (let i = 0; i < ticks; i++) await Promise.resolve();
+        const sent = s.send('again');
+        const closed = rt.close();
+        const ref = await sent.catch((e: { code?: string }) => e);
+        // Taken (queued behind the running turn, or a turn of its own once that one settled).
+        expect(ref, `${ticks} microtasks`).toMatchObject({ turnId: expect.any(String), queued: expect.any(Boolean) });
+        outcomes.add((await (ref as TurnRef).settled).error?.code ?? 'none');
+        await closed;
+      }
+      expect([...outcomes]).toEqual(['session.stopped']);
     });
   });
 }
