@@ -171,7 +171,11 @@ export interface RuntimeOptions {
   model: ModelPort;
   /** A second, faster model for llm-context translation (defaults to `model`). */
   contextModel?: ModelPort;
-  /** Where tools' artifacts are kept (default: in memory; `turnstate serve`: files under its data directory). */
+  /**
+   * Where tools' artifacts are kept (default: in memory, minting ids and `createdAt` with this
+   * runtime's `newId` and `now`; `turnstate serve`: files under its data directory). A store
+   * passed here keeps its own clock and ids: give it the same `now` and `newId` for deterministic runs.
+   */
   artifacts?: ArtifactStore;
   store?: SessionStore;
   registries?: Registries;
@@ -370,7 +374,10 @@ export type SessionStoreReader = Pick<
 
 /** What an artifact store keeps about one artifact (the bytes are read separately). */
 export interface ArtifactRecord {
-  /** `art_` + 128 random bits (base64url): unguessable, so ids cannot be probed. */
+  /**
+   * `art_` + 128 random bits (base64url): unguessable, so ids cannot be probed. A store given a
+   * `newId` derives it from that instead (docs/concepts/artifacts.md).
+   */
   artifactId: string;
   mimeType: string;
   sizeBytes: number;

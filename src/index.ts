@@ -224,6 +224,7 @@ export { createMemoryStore } from './stores/memory.js';
 export type { StoreErrorCode, SyncSessionStore } from './stores/contract.js';
 export { createMemoryArtifactStore } from './stores/artifacts-memory.js';
 export { createFileArtifactStore } from './stores/artifacts-fs.js';
+export type { ArtifactStoreOptions } from './stores/artifact-common.js';
 
 // Transport contracts, and the node:http server that composes transports (as `turnstate serve` does).
 export type { Authenticate, AuthResult, HttpTransport } from './transports/types.js';

@@ -63,14 +63,17 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   }
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();
-  const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore();
   const limits: RuntimeLimits = runtimeLimits(options.limits);
   const clock = createClock(options.now);
   const newId = options.newId ?? createIdSource();
+  // The default store mints ids and `createdAt` from the runtime's own source and clock (an id of
+  // the built-in source already has the artifact form); a store passed in keeps its own.
+  const artifacts: ArtifactStore = options.artifacts ?? createMemoryArtifactStore({ now: clock.now, newId });
   // An id of the built-in source is 128 random bits: it names no stored session, so a session
   // created with one skips the store's existence check (a read per session on SQLite).
   const freshIds = options.newId === undefined;
-  const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars } as any);
+  // The runtime's clock stamps execution records (`at`), as it stamps events; `durationMs` stays measured.
+  const router = new EventRouter({ maxResultChars: limits.executionResultMaxChars, now: clock.now });
   // The policy evaluation processes are shared by the runtimes of this process: the last to close ends them.
   const releaseEvaluators = usePolicyEvaluators();
 

@@ -212,7 +212,13 @@ export interface ExecutionRecord {
   result: string;
   resultTruncated: boolean;
   isError: boolean;
+  /**
+   * How long the attempt ran, in ms, measured with `performance.now()`: the one field of the record
+   * that is measured, not taken from the runtime's injected `now` (so it differs between two runs
+   * of the same scenario; compare records without it).
+   */
   durationMs: number;
+  /** When the attempt started (ISO 8601), from the runtime's clock (`RuntimeOptions.now`). */
   at: string;
   scope: Scope;
   routing: Routing;

@@ -60,9 +60,9 @@ export function createTravelDesk(runtime: Runtime & { router?: EventRouter }): T
   const bookings = new Map<string, Booking>();
   const audit: AuditEntry[] = [];
   let nextRef = 1;
-  /** The last search of each session (the booking surface shows the flight being booked). */
-  const lastSearch = new Map<string, Flight[]>();
-  registerTravelDeskSurfaces(runtime.registries.surfaceTemplates, (sessionId, flightId) => lastSearch.get(sessionId)?.find((f) => f.id === flightId));
+  // The booking surface shows the flight being booked from the timetable (static data) and the
+  // call's arguments, not from a search this process ran: a replay runs no handler, and renders the same.
+  registerTravelDeskSurfaces(runtime.registries.surfaceTemplates, (flightId) => FLIGHT_TEMPLATES.find((f) => f.id === flightId));
 
   // The audit destination sees fields annotated for it (supplierCost); the model and the UI do not.
   runtime.router?.filterAndDistribute.register({
@@ -84,10 +84,8 @@ export function createTravelDesk(runtime: Runtime & { router?: EventRouter }): T
     },
     scope: 'generalist',
     tags: ['read', 'flights'],
-    handler: (args, ctx) => {
+    handler: (args) => {
       const flights: Flight[] = FLIGHT_TEMPLATES.map((f) => ({ ...f, to: args.to, ...(args.from ? { from: args.from } : {}) }));
-      if (lastSearch.size >= 1000 && !lastSearch.has(ctx.sessionId)) lastSearch.delete(lastSearch.keys().next().value as string);
-      lastSearch.set(ctx.sessionId, flights);
       return annotate(
         { flights },
         { kind: 'flights', fields: { '/flights/*/supplierCost': ['audit'] } },

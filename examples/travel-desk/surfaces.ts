@@ -3,9 +3,11 @@
  *
  * - `flights` (search_flights' AnnotatedRecord kind): the flights found, one row per flight,
  *   bound by relative JSON Pointers into each item of `/flights`.
- * - `approval:book_flight` (a pending booking): the flight being booked and the total, with an
+ * - `approval:book_flight` (a pending booking): the flight being booked (its departure) and the total, with an
  *   **Approve** and a **Deny** button whose actions carry the approvalId, so a click answers
- *   the approval.
+ *   the approval. It is built from what the template receives (the call's arguments) and the
+ *   app's timetable (static data), never from what a handler left in memory: a replay, which
+ *   runs no handler, builds the same surface.
  */
 import { SURFACE_APPROVE_ACTION, SURFACE_DENY_ACTION, approvalKind, type SurfaceContext, type SurfaceTemplateRegistryApi } from 'turnstate';
 
@@ -17,6 +19,12 @@ export interface SurfaceFlight {
   price: number;
   currency: string;
 }
+
+/**
+ * A timetabled flight: what is the same whatever was searched. The route is not (a search names
+ * the destination, and may name the origin), and a booking's arguments name neither.
+ */
+export type ScheduledFlight = Omit<SurfaceFlight, 'from' | 'to'>;
 
 const V = 'v0.9';
 const text = (id: string, t: string | { path: string }, variant?: string) => ({ id, component: 'Text', text: t, ...(variant ? { variant } : {}) });
@@ -35,10 +43,8 @@ function when(iso: string): string {
   return /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(iso) ? `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC` : iso;
 }
 
-export function registerTravelDeskSurfaces(
-  templates: SurfaceTemplateRegistryApi,
-  findFlight: (sessionId: string, flightId: string) => SurfaceFlight | undefined,
-): void {
+/** `timetable(flightId)`: the flight's schedule from static data (a pure lookup: templates must be pure). */
+export function registerTravelDeskSurfaces(templates: SurfaceTemplateRegistryApi, timetable: (flightId: string) => ScheduledFlight | undefined): void {
   templates.register({
     kind: 'flights',
     description: 'The flights a search found.',
@@ -77,8 +83,11 @@ export function registerTravelDeskSurfaces(
     description: 'A booking waiting for approval: the flight, the total, Approve and Deny.',
     build(data, ctx) {
       const req = data as { approvalId: string; args: { flightId: string; totalCost: number; passenger?: string }; reason?: string | null };
-      const found = findFlight(ctx.sessionId, req.args.flightId);
-      const flight = found ? shown(found) : { id: req.args.flightId, from: '', to: '', departs: '', price: req.args.totalCost, currency: 'EUR' };
+      const found = timetable(req.args.flightId);
+      // Displayed fields only (the timetable also holds the audit-only supplierCost).
+      const flight: ScheduledFlight = found
+        ? { id: found.id, departs: when(found.departs), price: found.price, currency: found.currency }
+        : { id: req.args.flightId, departs: '', price: req.args.totalCost, currency: 'EUR' };
       const answer = (id: string, name: string, label: string, variant: string) => [
         { id, component: 'Button', child: `${id}-label`, variant, action: { event: { name, context: { approvalId: { path: '/approvalId' } } } } },
         text(`${id}-label`, label),
@@ -91,12 +100,10 @@ export function registerTravelDeskSurfaces(
             surfaceId: ctx.surfaceId,
             components: [
               { id: 'root', component: 'Card', child: 'body' },
-              { id: 'body', component: 'Column', children: ['title', 'route', 'departs', 'total', 'actions'] },
+              { id: 'body', component: 'Column', children: ['title', 'when', 'total', 'actions'] },
               text('title', `Book flight ${flight.id}?`, 'h3'),
-              { id: 'route', component: 'Row', children: ['from', 'arrow', 'to'] },
-              text('from', { path: '/flight/from' }),
-              text('arrow', '→'),
-              text('to', { path: '/flight/to' }),
+              { id: 'when', component: 'Row', children: ['departs-label', 'departs'] },
+              text('departs-label', 'Departs'),
               text('departs', { path: '/flight/departs' }),
               { id: 'total', component: 'Row', children: ['total-label', 'total-value', 'total-currency'] },
               text('total-label', 'Total'),

@@ -6,6 +6,7 @@
 import { MODEL_ERROR_CODES, ModelError, isModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
+import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
 import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule } from './script.js';
 
@@ -13,6 +14,14 @@ export interface ScriptedModelOptions {
   name?: string;
   /** Keep the last 100 requests in `requests` (default true; benchmarks turn it off). */
   record?: boolean;
+  /**
+   * The id of each `tool_use` block whose script gives none, called as `newId('toolu')` (a
+   * runtime's `newId` fits). Default: `toolu_` + a random prefix drawn per model + that model's own
+   * counter, so no two models share ids (in one process or across restarts). A counter makes them
+   * deterministic for tests; it repeats a session's earlier ids if the session is continued
+   * after a restart (docs/concepts/scripted-model.md).
+   */
+  newId?: (prefix: string) => string;
 }
 
 export interface ScriptedModel extends ModelPort {
@@ -29,12 +38,31 @@ interface LatestEntry {
 }
 
 const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
-/** Tool-use ids: a random per-process prefix plus a counter, unique across restarts of a session. */
-const ID_PREFIX = Math.floor(Math.random() * 36 ** 8).toString(36).padStart(8, '0');
-let idCounter = 0;
+/**
+ * The default tool-use ids of one model: `toolu_` + 8 random base-36 characters (41 bits from the
+ * CSPRNG, drawn when the model is made) + the model's own counter. Unique across models and
+ * processes, so a session continued after a restart never gets an id its earlier turns used.
+ */
+function defaultToolUseIds(): () => string {
+  const prefix = (randomBytes(8).readBigUInt64BE() % 36n ** 8n).toString(36).padStart(8, '0');
+  let counter = 0;
+  return () => `toolu_${prefix}${(++counter).toString(36)}`;
+}
+
+/** `opts.newId` as the model's id source: each id it returns must be a non-empty string. */
+function toolUseIds(newId: ScriptedModelOptions['newId']): () => string {
+  if (newId === undefined) return defaultToolUseIds();
+  if (typeof newId !== 'function') throw new TypeError(`ScriptedModel: newId must be a function (prefix) => id, got ${newId === null ? 'null' : typeof newId}`);
+  return () => {
+    const id: unknown = newId('toolu');
+    if (typeof id !== 'string' || id === '') throw new TypeError(`ScriptedModel: newId('toolu') must return a non-empty string, got ${JSON.stringify(id) ?? String(id)}`);
+    return id;
+  };
+}
 
 export function createScriptedModel(script: ModelScript, opts: ScriptedModelOptions = {}): ScriptedModel {
   let compiled = compile(script);
+  const nextId = toolUseIds(opts.newId);
   const requests: ModelRequest[] = [];
   const model: ScriptedModel = {
     name: opts.name ?? 'scripted',
@@ -48,7 +76,7 @@ export function createScriptedModel(script: ModelScript, opts: ScriptedModelOpti
         // Copied: the runtime's history array is valid only for the call (ModelRequest.messages).
         requests.push({ ...req, messages: req.messages.slice() });
       }
-      return play(compiled, req, signal);
+      return play(compiled, req, signal, nextId);
     },
   };
   return model;
@@ -273,7 +301,7 @@ function substitute(value: unknown, groups: Groups | null, user: string): unknow
   return value;
 }
 
-async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSignal): AsyncGenerator<ModelEvent> {
+async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSignal, nextId: () => string): AsyncGenerator<ModelEvent> {
   if (signal.aborted) throw new ModelError('model.aborted', 'model call aborted');
   const latest = latestOf(req.messages);
   const call = callIndex(req);
@@ -298,7 +326,7 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   const content: ContentBlock[] = [];
   let index = 0;
   for (const sb of chosen.blocks) {
-    const block = toBlock(sb, groups, user, templated);
+    const block = toBlock(sb, groups, user, templated, nextId);
     if (block.type === 'tool_use') {
       yield { type: 'block.start', index, block: { type: 'tool_use', id: block.id, name: block.name } };
       if (chosen.chunkSize && chosen.chunkSize > 0) {
@@ -330,12 +358,12 @@ async function* play(script: CompiledScript, req: ModelRequest, signal: AbortSig
   yield { type: 'message.stop', stopReason, usage, content };
 }
 
-function toBlock(sb: ScriptBlock, groups: Groups | null, user: string, templated: boolean): ContentBlock {
+function toBlock(sb: ScriptBlock, groups: Groups | null, user: string, templated: boolean, nextId: () => string): ContentBlock {
   switch (sb.type) {
     case 'tool_use':
       return {
         type: 'tool_use',
-        id: sb.id ?? `toolu_${ID_PREFIX}${(++idCounter).toString(36)}`,
+        id: sb.id ?? nextId(),
         name: sb.name,
         input: templated ? substitute(sb.input, groups, user) : sb.input,
       };

@@ -75,23 +75,23 @@ export function partText(p: Part): string {
 /** The path of one session from its event log and mailbox. */
 export function extractPath(sessionId: string, events: readonly SessionEvent[], mailbox: readonly MailboxEntry[]): SessionPath {
   const turns: TurnPath[] = [];
-  const byTurn = new Map<string, { turn: TurnPath; calls: Map<string, number>; callActors: string[]; usage: number; cur: number }>();
+  const byTurn = new Map<string, { turn: TurnPath; calls: Map<string, number>; made: Map<string, number>; callActors: string[]; usage: number; cur: number }>();
   const toolNames = new Map<string, string>();
 
-  // The model calls of each turn, in order, and which call each tool_use id belongs to.
-  const callsOf = new Map<string, { calls: Map<string, number>; actors: string[] }>();
-  /** Each tool_use id's place in the order the calls were made. */
-  const made = new Map<string, number>();
+  // Per turn: its model calls in order, which call each tool_use id belongs to, and each id's place
+  // in the order the calls were made. Per turn, not per session: a tool_use id is unique within
+  // its turn's conversation, not across turns (a script's fixed `id`, a restarted counter).
+  const callsOf = new Map<string, { calls: Map<string, number>; actors: string[]; made: Map<string, number> }>();
   for (const m of mailbox) {
     if (m.kind !== 'assistant') continue;
     let c = callsOf.get(m.turnId);
-    if (!c) callsOf.set(m.turnId, (c = { calls: new Map(), actors: [] }));
+    if (!c) callsOf.set(m.turnId, (c = { calls: new Map(), actors: [], made: new Map() }));
     const k = c.actors.length;
     c.actors.push(m.actor);
     for (const b of m.content) {
       if (b.type !== 'tool_use') continue;
       c.calls.set(b.id, k);
-      made.set(b.id, made.size);
+      if (!c.made.has(b.id)) c.made.set(b.id, c.made.size);
     }
   }
   /** Each step's outcomes with the place of their call, put in call order at the end. */
@@ -104,7 +104,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
       const c = callsOf.get(e.turnId);
       const turn: TurnPath = { index: turns.length, turnId: e.turnId, input: e.input.text, actor: e.actor, steps: [], finalizedBy: null };
       turns.push(turn);
-      st = { turn, calls: c?.calls ?? new Map(), callActors: c?.actors ?? [], usage: 0, cur: 0 };
+      st = { turn, calls: c?.calls ?? new Map(), made: c?.made ?? new Map(), callActors: c?.actors ?? [], usage: 0, cur: 0 };
       byTurn.set(e.turnId, st);
       continue;
     }
@@ -155,7 +155,7 @@ export function extractPath(sessionId: string, events: readonly SessionEvent[], 
         const step = at(byCall(e.callId));
         let list = outcomes.get(step);
         if (!list) outcomes.set(step, (list = []));
-        list.push({ place: made.get(e.callId) ?? Infinity, result: `${e.tool}:${e.isError ? 'error' : 'ok'}` });
+        list.push({ place: s.made.get(e.callId) ?? Infinity, result: `${e.tool}:${e.isError ? 'error' : 'ok'}` });
         break;
       }
       case 'approval.requested':

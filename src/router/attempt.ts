@@ -28,7 +28,9 @@ export interface Attempt {
   record: AnnotatedRecord | undefined;
   llmContent: string;
   logJson: string | undefined;
+  /** Epoch ms from the router's clock (the runtime's injected `now`): the record's `at`. */
   startedAt: number;
+  /** Measured (performance.now), never injected: the one field a clock option does not fix. */
   durationMs: number;
 }
 

@@ -122,7 +122,10 @@ export interface EventRouterOptions {
   maxResultChars?: number;
   /** Receives every ExecutionRecord as it is made. */
   executionLog?: ExecutionSink;
-  /** Epoch-ms clock for `at` (default Date.now). */
+  /**
+   * Epoch-ms clock for each record's `at` (default Date.now; the runtime passes its own `now`).
+   * `durationMs` is not read from it: it is measured (performance.now), see ExecutionRecord.
+   */
   now?: () => number;
   /** Failures of observers and of the execution sink. Default: a process warning. */
   onError?(error: unknown, where: 'observer' | 'execution-log'): void;

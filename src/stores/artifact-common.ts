@@ -1,8 +1,9 @@
 /**
- * What every ArtifactStore shares: id minting (128 random bits), the id form, and the checks a
- * put must pass. One place, so the memory and file stores cannot drift apart.
+ * What every ArtifactStore shares: the options, id minting (128 random bits, or from an injected
+ * `newId`), the id form, and the checks a put must pass. One place, so the memory and file stores
+ * cannot drift apart.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { TurnstateError } from '../errors.js';
 import { formatValue } from '../limits.js';
 import type { ArtifactPut, ArtifactRecord } from '../api.js';
@@ -42,12 +43,65 @@ export function maxArtifactBytes(value: number | undefined): number {
 /** Default cap on one artifact's size (25 MiB). */
 export const DEFAULT_MAX_ARTIFACT_BYTES = 25 * 1024 * 1024;
 
+/** The options both built-in artifact stores take (the file store also its `dir`). */
+export interface ArtifactStoreOptions {
+  /** Cap on one artifact's size in bytes (default 25 MiB). */
+  maxBytes?: number;
+  /** Epoch-ms clock for each record's `createdAt` (default Date.now). */
+  now?: () => number;
+  /**
+   * Id source, called as `newId('art')` once per put (default: 128 random bits). An id of the
+   * artifact form (`art_` + 22 base64url characters) is used as it is; any other string is
+   * wrapped: `art_` + the first 16 bytes of its SHA-256, base64url (the same string, the same
+   * id). Ids are only as unguessable as what it returns: a counter is for tests and replays.
+   */
+  newId?: (prefix: string) => string;
+}
+
+/** What a store mints each put with: the record's id and its `createdAt`. */
+export interface ArtifactMint {
+  newId(): string;
+  createdAt(): string;
+}
+
+const storeArgument = (message: string): TurnstateError => new TurnstateError('store.invalid_argument', `artifact store: ${message}`);
+
+/** A store's `now` and `newId` options, checked when the store is made (functions, or absent for the defaults). */
+export function artifactMint(opts: Pick<ArtifactStoreOptions, 'now' | 'newId'>): ArtifactMint {
+  const { now, newId } = opts;
+  if (now !== undefined && typeof now !== 'function') throw storeArgument(`now must be a function returning epoch milliseconds, got ${formatValue(now)}`);
+  if (newId !== undefined && typeof newId !== 'function') throw storeArgument(`newId must be a function (prefix) => id, got ${formatValue(newId)}`);
+  return {
+    newId: newId === undefined ? newArtifactId : () => artifactIdFrom(newId('art')),
+    createdAt() {
+      if (now === undefined) return new Date().toISOString();
+      const ms = now();
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || Math.abs(ms) > 8.64e15) throw storeArgument(`now() must return epoch milliseconds (a finite number), got ${formatValue(ms)}`);
+      return new Date(ms).toISOString();
+    },
+  };
+}
+
 export function newArtifactId(): string {
   return `art_${randomBytes(16).toString('base64url')}`;
 }
 
+/** An injected id as an artifact id: as it is when it has the form, else `art_` + 128 bits of its SHA-256. */
+export function artifactIdFrom(id: unknown): string {
+  if (typeof id !== 'string' || id === '') throw storeArgument(`newId('art') must return a non-empty string, got ${formatValue(id)}`);
+  if (ARTIFACT_ID.test(id)) return id;
+  return `art_${createHash('sha256').update(id).digest().subarray(0, 16).toString('base64url')}`;
+}
+
+/** An id a store already holds (or is writing): refused, so an injected id source that repeats never replaces an artifact. */
+export function artifactIdTaken(id: string): TurnstateError {
+  return new TurnstateError('artifact.id_taken', `artifact store: the id ${id} is already taken (the store's newId returned an id it gave before); nothing was stored`, {
+    details: { artifactId: id },
+  });
+}
+
 /** Checks a put and returns the record to store; throws `artifact.invalid` naming the field. */
-export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: string): ArtifactRecord {
+export function artifactRecord(input: ArtifactPut, maxBytes: number, mint: ArtifactMint): ArtifactRecord {
   const bad = (field: string, message: string): never => {
     throw new TurnstateError('artifact.invalid', `artifact ${field}: ${message}`, { details: { field } });
   };
@@ -68,8 +122,9 @@ export function artifactRecord(input: ArtifactPut, maxBytes: number, createdAt: 
   }
   if (typeof input.sessionId !== 'string' || input.sessionId === '') bad('sessionId', 'must name the session the artifact belongs to');
   if (input.tenantId !== undefined && typeof input.tenantId !== 'string') bad('tenantId', 'must be a string');
+  const createdAt = mint.createdAt();
   return {
-    artifactId: newArtifactId(),
+    artifactId: mint.newId(),
     mimeType: input.mimeType,
     sizeBytes: input.data.byteLength,
     ...(input.name !== undefined ? { name: input.name } : {}),

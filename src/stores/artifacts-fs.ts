@@ -25,7 +25,7 @@ import { open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TurnstateError } from '../errors.js';
 import type { ArtifactPut, ArtifactRecord, ArtifactStore } from '../api.js';
-import { ARTIFACT_ID, artifactRecord, maxArtifactBytes } from './artifact-common.js';
+import { ARTIFACT_ID, artifactIdTaken, artifactMint, artifactRecord, maxArtifactBytes, type ArtifactStoreOptions } from './artifact-common.js';
 
 const CACHE_SIZE = 1024;
 const SESSIONS = 'sessions';
@@ -90,9 +90,11 @@ function sweep(dir: string): void {
   renameSync(building, join(dir, SESSIONS));
 }
 
-export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }): ArtifactStore {
+/** `now` and `newId` (ArtifactStoreOptions) make `createdAt` and ids deterministic. */
+export function createFileArtifactStore(opts: { dir: string } & ArtifactStoreOptions): ArtifactStore {
   const dir = opts.dir;
   const maxBytes = maxArtifactBytes(opts.maxBytes);
+  const mint = artifactMint(opts);
   mkdirSync(dir, { recursive: true });
   sweep(dir);
   const sessionsDir = join(dir, SESSIONS);
@@ -105,6 +107,8 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
   };
   // Puts still writing, per session: deleteSession waits for them, so none lands after it.
   const inFlight = new Map<string, Set<Promise<unknown>>>();
+  // The ids of those puts: an injected newId that repeats one is refused, as one already stored is.
+  const writing = new Set<string>();
 
   const head = (id: string): ArtifactRecord | undefined => {
     if (typeof id !== 'string' || !ARTIFACT_ID.test(id)) return undefined;
@@ -167,10 +171,13 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
   return {
     kind: 'file',
     async put(input: ArtifactPut) {
-      const record = artifactRecord(input, maxBytes, new Date().toISOString());
+      const record = artifactRecord(input, maxBytes, mint);
+      // Never over another artifact's files (a rename would replace them): an id must be new.
+      if (writing.has(record.artifactId) || head(record.artifactId) !== undefined) throw artifactIdTaken(record.artifactId);
       // A copy, before the first await: the caller may reuse its buffer as soon as put() returns
       // (a Buffer's slice() is a view, so `new Uint8Array(...)`, which copies).
       const bytes = new Uint8Array(input.data);
+      writing.add(record.artifactId);
       const job = write(record, bytes);
       let jobs = inFlight.get(record.sessionId);
       if (jobs === undefined) inFlight.set(record.sessionId, (jobs = new Set()));
@@ -178,6 +185,7 @@ export function createFileArtifactStore(opts: { dir: string; maxBytes?: number }
       try {
         await job;
       } finally {
+        writing.delete(record.artifactId);
         jobs.delete(job);
         if (jobs.size === 0 && inFlight.get(record.sessionId) === jobs) inFlight.delete(record.sessionId);
       }

@@ -3,10 +3,12 @@
  * `open` hands that one buffer to a server (no copy per download), `read` a copy.
  */
 import type { ArtifactPut, ArtifactRecord, ArtifactStore } from '../api.js';
-import { artifactRecord, maxArtifactBytes } from './artifact-common.js';
+import { artifactIdTaken, artifactMint, artifactRecord, maxArtifactBytes, type ArtifactStoreOptions } from './artifact-common.js';
 
-export function createMemoryArtifactStore(opts: { maxBytes?: number } = {}): ArtifactStore {
+/** `now` and `newId` (ArtifactStoreOptions) make `createdAt` and ids deterministic; the runtime's default store gets the runtime's. */
+export function createMemoryArtifactStore(opts: ArtifactStoreOptions = {}): ArtifactStore {
   const maxBytes = maxArtifactBytes(opts.maxBytes);
+  const mint = artifactMint(opts);
   const items = new Map<string, { record: ArtifactRecord; data: Uint8Array }>();
   const bySession = new Map<string, Set<string>>();
   const remove = (id: string): boolean => {
@@ -21,7 +23,8 @@ export function createMemoryArtifactStore(opts: { maxBytes?: number } = {}): Art
   return {
     kind: 'memory',
     async put(input: ArtifactPut) {
-      const record = artifactRecord(input, maxBytes, new Date().toISOString());
+      const record = artifactRecord(input, maxBytes, mint);
+      if (items.has(record.artifactId)) throw artifactIdTaken(record.artifactId);
       // A copy: a Buffer's slice() is a view, and the caller may reuse its buffer after put().
       items.set(record.artifactId, { record, data: new Uint8Array(input.data) });
       let ids = bySession.get(record.sessionId);

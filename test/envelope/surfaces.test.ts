@@ -273,9 +273,10 @@ describe('surfaces: the travel desk', () => {
     const booking = surfaces[1]!.part.data!.messages as any[];
     const labels = booking[1].updateComponents.components.filter((c: any) => c.component === 'Text' && typeof c.text === 'string').map((c: any) => c.text);
     expect(labels).toEqual(expect.arrayContaining(['Book flight TS101?', 'Approve', 'Deny']));
-    expect(booking[2].updateDataModel.value.flight).toMatchObject({ id: 'TS101', from: 'London', to: 'Corfu', price: 94 });
+    // From the call's arguments and the app's timetable (what a replay has too), not the search's route.
+    expect(booking[2].updateDataModel.value.flight).toEqual({ id: 'TS101', departs: '2026-06-12 11:15 UTC', price: 94, currency: 'EUR' });
     expect([...desk.bookings.values()].map((b) => b.flightId)).toEqual(['TS101']);
-    // Neither surface carries the audit-only field (the booking surface reads the app's own flight record).
+    // Neither surface carries the audit-only field (the booking surface reads the app's timetable, which holds it).
     expect(JSON.stringify(surfaces[0]!.part.data)).not.toContain('supplierCost');
     expect(JSON.stringify(surfaces[1]!.part.data)).not.toContain('supplierCost');
   });

@@ -22,6 +22,26 @@ describe('the travel desk', () => {
     }
   });
 
+  it('examples:travel-desk:replay-surfaces — "Both are built from what the template receives … never from state a tool handler left in the process: a replay runs no handler and renders the same surfaces": a recorded search and two bookings replay identically with the desk\'s own templates registered', async () => {
+    const store = turnstate.createMemoryStore();
+    const rt = turnstate.createRuntime({ model: turnstate.createScriptedModel(desk.travelDeskScript()), store });
+    desk.createTravelDesk(rt);
+    const s = await rt.createSession({ actor: 'triage' });
+    expect((await (await s.send('flights to Corfu')).settled).finalizedBy).toBe('complete');
+    for (const [text, approved] of [['book TS205', true], ['book TS101', false]] as const) {
+      expect((await (await s.send(text)).settled).finalizedBy).toBe('suspended');
+      await s.answerApproval((await s.snapshot()).pendingApprovals[0]!.approvalId, { approved }, { userId: 'u' }, 'test');
+      await s.idle();
+    }
+    const booking = (await rt.history(s.id)).filter((e) => e.type === 'part.received' && e.part.metadata.kind === 'approval:book_flight');
+    expect(booking).toHaveLength(2);
+    // The replay registers the desk's tools and templates again (in a new process, a new desk): it runs no handler.
+    const r = await turnstate.replaySession(store, s.id, { setup: (registries) => void desk.createTravelDesk({ registries } as unknown as turnstate.Runtime) });
+    expect(r.diff.differences).toEqual([]);
+    expect(r.servedResults).toBe(2); // the search and the approved booking (a denied call is answered, not served)
+    await rt.close();
+  });
+
   it('examples:travel-desk:readme-imports — the README snippet imports from \'turnstate\' and this folder (not ./src or ./examples paths that work only from the repository root), and each name it imports is exported there', () => {
     const readme = readFileSync(join(DESK, 'README.md'), 'utf8');
     const snippet = /```ts\n([\s\S]*?)```/.exec(readme)![1]!;

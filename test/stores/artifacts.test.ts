@@ -2,6 +2,7 @@
  * The ArtifactStore contract (src/machines/ports.ts), run against every implementation:
  * memory and the file system.
  */
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ArtifactStore } from '../../src/machines/ports.js';
 import { createFileArtifactStore } from '../../src/stores/artifacts-fs.js';
 import { createMemoryArtifactStore } from '../../src/stores/artifacts-memory.js';
+import type { ArtifactStoreOptions } from '../../src/stores/artifact-common.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -21,13 +23,77 @@ const tempDir = (): string => {
 };
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
-const stores: [string, (maxBytes?: number) => ArtifactStore][] = [
-  ['memory', (maxBytes) => createMemoryArtifactStore(maxBytes === undefined ? {} : { maxBytes })],
-  ['file', (maxBytes) => createFileArtifactStore({ dir: tempDir(), ...(maxBytes === undefined ? {} : { maxBytes }) })],
+const stores: [string, (maxBytes?: number) => ArtifactStore, (opts: ArtifactStoreOptions) => ArtifactStore][] = [
+  ['memory', (maxBytes) => createMemoryArtifactStore(maxBytes === undefined ? {} : { maxBytes }), (opts) => createMemoryArtifactStore(opts)],
+  ['file', (maxBytes) => createFileArtifactStore({ dir: tempDir(), ...(maxBytes === undefined ? {} : { maxBytes }) }), (opts) => createFileArtifactStore({ dir: tempDir(), ...opts })],
 ];
 
-for (const [kind, make] of stores) {
+/** A counter clock and id source, as a deterministic test injects them. */
+function counters(): Required<Pick<ArtifactStoreOptions, 'now' | 'newId'>> {
+  let t = 1_700_000_000_000;
+  let n = 0;
+  return { now: () => (t += 1000), newId: (prefix) => `${prefix}_${String(++n).padStart(6, '0')}` };
+}
+const ART_FORM = /^art_[A-Za-z0-9_-]{22}$/;
+
+for (const [kind, make, makeWith] of stores) {
   describe(`artifact store contract: ${kind}`, () => {
+    it('artifacts:store:injected-id — "An id of the artifact form is used as it is; any other string is wrapped: `art_` + the first 16 bytes of its SHA-256": two stores with the same counter `newId` mint the same ids, each of the artifact form, and serve them', async () => {
+      const put = (s: ArtifactStore, i: number) => s.put({ data: bytes(`row ${i}`), mimeType: 'text/csv', sessionId: 's' });
+      const a = makeWith(counters());
+      const b = makeWith(counters());
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const [ra, rb] = [await put(a, i), await put(b, i)];
+        expect(ra).toEqual(rb);
+        expect(ra.artifactId).toMatch(ART_FORM);
+        expect(a.head(ra.artifactId)).toEqual(ra);
+        ids.push(ra.artifactId);
+      }
+      expect(ids[0]).toBe(`art_${createHash('sha256').update('art_000001').digest().subarray(0, 16).toString('base64url')}`);
+      expect(new Set(ids).size).toBe(3);
+      // An id that already has the form is used as it is.
+      const own = makeWith({ newId: () => 'art_AAAAAAAAAAAAAAAAAAAAAB' });
+      expect((await put(own, 0)).artifactId).toBe('art_AAAAAAAAAAAAAAAAAAAAAB');
+    });
+
+    it('artifacts:store:injected-clock — "`createdAt` is `new Date(now()).toISOString()`": the injected clock stamps every record', async () => {
+      const s = makeWith(counters());
+      const r1 = await s.put({ data: bytes('a'), mimeType: 'text/plain', sessionId: 's' });
+      const r2 = await s.put({ data: bytes('b'), mimeType: 'text/plain', sessionId: 's' });
+      expect([r1.createdAt, r2.createdAt]).toEqual([new Date(1_700_000_001_000).toISOString(), new Date(1_700_000_002_000).toISOString()]);
+      expect(s.head(r2.artifactId)?.createdAt).toBe(r2.createdAt);
+    });
+
+    it('artifacts:store:id-taken — "an id the store already holds, or is writing, is refused with `artifact.id_taken`": a repeating `newId` never replaces an artifact', async () => {
+      const s = makeWith({ newId: () => 'art_000001' });
+      const first = await s.put({ data: bytes('first'), mimeType: 'text/plain', sessionId: 's1' });
+      const [again, racing] = await Promise.allSettled([
+        s.put({ data: bytes('second'), mimeType: 'text/plain', sessionId: 's2' }),
+        s.put({ data: bytes('third'), mimeType: 'text/plain', sessionId: 's3' }),
+      ]);
+      for (const r of [again, racing]) expect(r).toMatchObject({ status: 'rejected', reason: { code: 'artifact.id_taken' } });
+      expect(s.head(first.artifactId)).toEqual(first);
+      expect(Buffer.from((await s.read(first.artifactId))!).toString()).toBe('first');
+      // Two puts in flight with one id (the file store writes for a while): one wins, the other is refused.
+      const t = makeWith({ newId: () => 'art_000002' });
+      const both = await Promise.allSettled([1, 2].map((i) => t.put({ data: bytes(`x${i}`), mimeType: 'text/plain', sessionId: 's' })));
+      expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+    });
+
+    it('artifacts:store:injected-options — `now` and `newId` must be functions (store.invalid_argument when the store is made); a `newId` returning no non-empty string or a `now` returning no finite number fails the put; an invalid put draws no id', async () => {
+      for (const bad of [{ now: 5 }, { newId: 'art_x' }, { now: null }] as unknown as ArtifactStoreOptions[]) {
+        expect(() => makeWith(bad)).toThrow(expect.objectContaining({ code: 'store.invalid_argument' }));
+      }
+      const ok = { data: bytes('a'), mimeType: 'text/plain', sessionId: 's' };
+      await expect(makeWith({ newId: () => '' }).put(ok)).rejects.toMatchObject({ code: 'store.invalid_argument', message: expect.stringContaining("newId('art') must return a non-empty string") });
+      await expect(makeWith({ now: () => Number.NaN }).put(ok)).rejects.toMatchObject({ code: 'store.invalid_argument', message: expect.stringContaining('now() must return epoch milliseconds') });
+      let drawn = 0;
+      const s = makeWith({ newId: (p) => `${p}_${++drawn}` });
+      await expect(s.put({ ...ok, mimeType: 'not a type' })).rejects.toMatchObject({ code: 'artifact.invalid' });
+      expect(drawn).toBe(0);
+    });
+
     it('artifacts:store:round-trip — put returns the record (128-bit id, mime type, size, name, session, tenant); head and read give it back; the bytes are a copy', async () => {
       const s = make();
       const data = bytes('id,price\nTS205,42\n');
