@@ -40,6 +40,8 @@ const WATCH_EVERY_MS = 250;
 const $ = (id) => document.getElementById(id);
 const els = {
   transcript: $('transcript'),
+  /** The live region around the transcript's list (role="log"): busy while a turn works. */
+  log: $('transcript-log'),
   status: $('status'),
   conn: $('conn'),
   turnState: $('turn-state'),
@@ -156,16 +158,39 @@ function onSurfaceClosed(surfaceId, element, { replaced }) {
 }
 
 /**
- * A transcript item whose surface is gone: it takes no clicks, and an approval it carried the
- * buttons for gets its card's own buttons back (if it is still open).
+ * A transcript item whose surface is gone: its buttons (if any are left) are disabled, what it
+ * says stays readable, and an approval it carried the buttons for gets its card's own buttons
+ * back (if it is still open).
  */
 function markClosed(li) {
   li.classList.remove('surface');
   li.classList.add('surface-closed');
-  li.inert = true;
+  disableButtons(li);
   for (const [callId, item] of state.surfacesByCall) {
     if (item === li) state.cardsByCall.get(callId)?.classList.remove('has-surface');
   }
+}
+
+/**
+ * Disables every button in `root` and in the open shadow roots inside it (a rendered surface's
+ * buttons live in its <a2ui-surface>'s shadow root), including buttons a surface still rendering
+ * adds later. Only the buttons: unlike `inert`, the content stays in the accessibility tree, so
+ * an answered or closed view can still be read.
+ */
+function disableButtons(root) {
+  const seen = new WeakSet();
+  const sweep = (node) => {
+    for (const b of node.querySelectorAll('button')) if (!b.disabled) b.disabled = true;
+    for (const el of node.querySelectorAll('*')) {
+      if (!el.shadowRoot) continue;
+      sweep(el.shadowRoot);
+      if (seen.has(el.shadowRoot)) continue;
+      seen.add(el.shadowRoot);
+      // Lit renders asynchronously, and may render a button again: disable it whenever it shows up.
+      new MutationObserver(() => sweep(el.shadowRoot)).observe(el.shadowRoot, { childList: true, subtree: true, attributes: true, attributeFilter: ['disabled'] });
+    }
+  };
+  sweep(root);
 }
 
 /**
@@ -214,6 +239,8 @@ function renderSurface(body, part) {
     if (result?.elements.length) {
       body.replaceChildren(...result.elements);
       li?.classList.add('surface');
+      // Its approval was answered before the renderer mounted it (a replay): it takes no clicks either.
+      if (li?.classList.contains('answered')) disableButtons(li);
       if (callId) state.cardsByCall.get(callId)?.classList.add('has-surface');
     } else if (result) {
       body.replaceChildren(surfaceChangeNote({ ...result, closed: [...result.closed, ...closedData] }));
@@ -756,8 +783,16 @@ function releaseAnswer(approvalId) {
   if (card && !state.resolved.has(approvalId)) setCardBusy(card, false);
 }
 
+/**
+ * While an answer is on its way the card's buttons say they are unavailable (aria-disabled;
+ * answerApproval ignores their clicks) but keep focus: `disabled` would drop a keyboard user's
+ * focus to the page's <body>.
+ */
 function setCardBusy(card, busy) {
-  for (const b of card.querySelectorAll('button')) b.disabled = busy;
+  for (const b of card.querySelectorAll('button')) {
+    if (busy) b.setAttribute('aria-disabled', 'true');
+    else b.removeAttribute('aria-disabled');
+  }
 }
 
 function resolveApproval(ev) {
@@ -766,14 +801,19 @@ function resolveApproval(ev) {
   state.answering.delete(ev.approvalId);
   const card = state.approvals.get(ev.approvalId);
   if (!card) return;
-  // The surface of this approval (with its own buttons) is answered too: it no longer takes clicks.
+  const surfaceItems = [];
   for (const [callId, c] of state.cardsByCall) {
-    if (c !== card) continue;
-    const surface = state.surfacesByCall.get(callId);
-    if (surface) {
-      surface.inert = true;
-      surface.classList.add('answered');
-    }
+    const surface = c === card ? state.surfacesByCall.get(callId) : undefined;
+    if (surface) surfaceItems.push(surface);
+  }
+  // Whether the keyboard focus is on the buttons about to go (a shadow root's focus shows as its host).
+  const active = document.activeElement;
+  const hadFocus = !!active && active !== document.body && [card, ...surfaceItems].some((el) => el.contains(active));
+  // The surface of this approval (with its own buttons) is answered too: its buttons no longer
+  // take clicks, and what it shows stays readable.
+  for (const surface of surfaceItems) {
+    surface.classList.add('answered');
+    disableButtons(surface);
   }
   card.querySelector('.actions')?.remove();
   const p = card.querySelector('.resolution');
@@ -781,6 +821,11 @@ function resolveApproval(ev) {
   p.textContent = `${ev.decision === 'approved' ? 'Approved' : 'Denied'} by ${who} (${ev.via})${ev.reason ? `: ${ev.reason}` : ''}`;
   p.hidden = false;
   card.dataset.decision = ev.decision;
+  // Focus was on the answer just given: it goes to what became of it, not to the page's <body>.
+  if (hadFocus) {
+    p.tabIndex = -1;
+    p.focus();
+  }
 }
 
 /* ---------------------------------------------------------------- chrome */
@@ -793,7 +838,7 @@ function setConn(s, detail) {
 function setTurn(s) {
   els.turnState.dataset.state = s;
   els.turnState.textContent = s;
-  els.transcript.setAttribute('aria-busy', String(s === 'working' || s === 'awaiting'));
+  els.log.setAttribute('aria-busy', String(s === 'working' || s === 'awaiting'));
 }
 
 function setStatus(text) {

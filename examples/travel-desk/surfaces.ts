@@ -58,7 +58,7 @@ export function registerTravelDeskSurfaces(templates: SurfaceTemplateRegistryApi
             surfaceId: ctx.surfaceId,
             components: [
               { id: 'root', component: 'Column', children: ['title', 'list'] },
-              text('title', `${flights.length} flight${flights.length === 1 ? '' : 's'} found`, 'h4'),
+              text('title', `${flights.length} flight${flights.length === 1 ? '' : 's'} found`, 'h3'),
               { id: 'list', component: 'List', children: { componentId: 'row', path: '/flights' } },
               { id: 'row', component: 'Row', justify: 'spaceBetween', children: ['f-id', 'f-route', 'f-departs', 'f-price'] },
               text('f-id', { path: 'id' }),

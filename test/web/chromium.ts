@@ -18,14 +18,21 @@ export function haveChromium(what: string): boolean {
   return false;
 }
 
-/** A headless persistent context on a new profile; `close()` closes it and removes the profile. */
-export async function launchChromium(viewport: { width: number; height: number }): Promise<{ ctx: BrowserContext; close: () => Promise<void> }> {
+/**
+ * A headless persistent context on a new profile; `close()` closes it and removes the profile.
+ * `bypassCSP`: ignore the page's Content-Security-Policy (for a test that injects a script).
+ */
+export async function launchChromium(
+  viewport: { width: number; height: number },
+  options: { bypassCSP?: boolean } = {},
+): Promise<{ ctx: BrowserContext; close: () => Promise<void> }> {
   const profile = mkdtempSync(join(tmpdir(), 'turnstate-chromium-'));
   const ctx = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
     viewport,
+    ...(options.bypassCSP ? { bypassCSP: true } : {}),
   });
   return {
     ctx,
