@@ -6,7 +6,7 @@
  */
 import type { ArtifactStore, RuntimeOptions, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import { timerMsProblem } from '../limits.js';
+import { integerProblem } from '../limits.js';
 import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from '../registries/index.js';
 import { closestName } from '../registries/registry.js';
 import type { Registries } from '../registries/types.js';
@@ -96,8 +96,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   for (const name of ['now', 'newId', 'canAnswerApproval'] as const) {
     if (options[name] !== undefined && typeof options[name] !== 'function') throw bad(`\`${name}\` must be a function, got ${typeName(options[name])}`);
   }
-  // As the CLI's --passivate-after: a whole number of milliseconds a timer can count (0: never).
-  const passivate = timerMsProblem('`passivateAfterMs`', options.passivateAfterMs, 0, 'never');
+  // As the CLI's --passivate-after: a whole number of milliseconds (0: never). Not a timer (an idle
+  // time is compared with it; the sweep runs at most every minute), so no timer bound: 30 days is fine.
+  const passivate = integerProblem('`passivateAfterMs`', options.passivateAfterMs, 0);
   if (passivate !== undefined) throw bad(passivate);
   if (options.registries !== undefined) {
     const why = registriesProblem(options.registries);
