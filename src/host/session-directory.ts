@@ -118,7 +118,15 @@ export class SessionDirectory {
     const host = this.hosts.get(h.id);
     if (host !== h || host === undefined) return;
     const live = host.journal.handOver();
-    if (live) this.followers.set(host.id, live);
+    if (live) {
+      this.followers.set(host.id, live);
+      // A session whose first write failed was never stored: no host will ever adopt them.
+      void Promise.resolve()
+        .then(() => this.store.getSession(host.id))
+        .then((stored) => {
+          if (stored === undefined && !this.hosts.has(host.id)) this.endFollowers(host.id);
+        }, () => undefined);
+    }
     const cause = host.journal.failure();
     host.stop({
       code: 'store.write_failed',
@@ -151,7 +159,10 @@ export class SessionDirectory {
     const store = this.store;
     const record = await store.getSession(id);
     // Checked after every await: a delete that began meanwhile wins, and nothing is restored.
-    if (!record || this.deleting.has(id) || this.isClosed) return undefined;
+    if (!record || this.deleting.has(id) || this.isClosed) {
+      if (!record) this.endFollowers(id);
+      return undefined;
+    }
     let host: SessionHost | undefined;
     try {
       const [snapshot, lastSeq, queued] = await Promise.all([store.loadSnapshot(id), store.lastSeq(id), store.readQueue(id)]);
@@ -179,6 +190,9 @@ export class SessionDirectory {
         this.hosts.delete(id);
       }
       if (err instanceof TurnstateError && (err.code === 'store.closed' || err.code === 'session.unrestorable')) throw err;
+      // Closed (or deleted) while it recovered: what stopped it was the close, not the stored data.
+      if (this.isClosed) throw runtimeClosed();
+      if (this.deleting.has(id)) return undefined;
       throw unrestorable(id, err);
     }
   }
@@ -267,7 +281,10 @@ export class SessionDirectory {
       await this.creating.get(id)?.catch(() => undefined);
       const waking = this.loading.get(id);
       if (waking) await waking.catch(() => undefined);
-      if (!(this.hosts.get(id)?.record ?? (await this.store.getSession(id)))) return false;
+      if (!(this.hosts.get(id)?.record ?? (await this.store.getSession(id)))) {
+        this.endFollowers(id);
+        return false;
+      }
       drop();
       // Its artifacts first: should that fail, the session is still there to delete again.
       await this.artifacts.deleteSession?.(id);
@@ -280,6 +297,12 @@ export class SessionDirectory {
     } finally {
       this.deleting.delete(id);
     }
+  }
+
+  /** The subscribers waiting for `id`'s next host, when it has none to come (never stored, or gone): their streams complete. */
+  private endFollowers(id: string): void {
+    this.followers.get(id)?.complete();
+    this.followers.delete(id);
   }
 
   /** Sessions created in this event-loop turn are written now (under group commit, before a listing). */
