@@ -78,7 +78,7 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
         usedApprovals.add(recorded);
         const r = recorded.resolution;
         answers.push({
-          seq: points.answerSeq(recorded.callId),
+          seq: points.answerSeq(start.turnId, recorded.callId),
           answer: () => s.answerApproval(p.approvalId, { approved: r.decision === 'approved', ...(r.reason ? { reason: r.reason } : {}) }, r.by, r.via),
         });
       }
@@ -90,7 +90,7 @@ export async function drive(rt: ReplayRuntime, registries: Registries, rec: Reco
         }
         usedClient.add(recorded.callId);
         answers.push({
-          seq: points.answerSeq(recorded.callId),
+          seq: points.answerSeq(start.turnId, recorded.callId),
           answer: () => s.inject({ kind: 'client-tool-result', callId: c.callId, content: recorded.content, isError: recorded.isError }),
         });
       }

@@ -93,13 +93,16 @@ export interface ReplayResult {
 /** Turn and approval ids in the order the recording created them; fresh ids after that. */
 function recordedIds(rec: Recording): (prefix: string) => string {
   const turns = rec.events.filter((e) => e.type === 'turn.started').map((e) => e.turnId);
+  // The order the model made the calls in, per turn: a tool_use id is unique within a turn, not
+  // across turns (a script's fixed id used again), so it is keyed with its turn.
   const order = new Map<string, number>();
+  const key = (turnId: string, callId: string) => `${turnId}\u0000${callId}`;
   for (const m of rec.mailbox) {
     if (m.kind !== 'assistant') continue;
-    for (const b of m.content) if (b.type === 'tool_use' && !order.has(b.id)) order.set(b.id, order.size);
+    for (const b of m.content) if (b.type === 'tool_use' && !order.has(key(m.turnId, b.id))) order.set(key(m.turnId, b.id), order.size);
   }
   const approvals = [...rec.approvals]
-    .sort((a, b) => (order.get(a.callId) ?? Infinity) - (order.get(b.callId) ?? Infinity))
+    .sort((a, b) => (order.get(key(a.turnId, a.callId)) ?? Infinity) - (order.get(key(b.turnId, b.callId)) ?? Infinity))
     .map((a) => a.approvalId);
   const queues: Record<string, string[]> = { turn: turns, appr: approvals };
   const fresh = createIdSource();

@@ -60,6 +60,10 @@ interface TurnRecord {
   /** Calls refused as not enabled: tool, text, seq. */
   refused: { tool: string; text: string; seq: number }[];
   clientCalls: { tool: string; seq: number }[];
+  /** The seq of the event that answered each call of the turn (its approval's resolution or its client result), by tool_use id: ids are unique within a turn, not across turns. */
+  answers: Map<string, number>;
+  /** The turn's client calls, by tool_use id. */
+  clientIds: Set<string>;
 }
 
 export interface TurnPoints {
@@ -76,7 +80,7 @@ export interface TurnPoints {
   /** The re-run is about to answer the waiting turn as the recording did at `seq`. */
   beforeAnswer(turnId: string, seq: number): Promise<void> | undefined;
   /** The seq of the event that answered a recorded call: its approval's resolution or its client result. */
-  answerSeq(callId: string): number;
+  answerSeq(turnId: string, callId: string): number;
   /** The turn is over in the re-run: what was not applied or sent is a note. */
   turnDone(turnId: string): void;
   notes(): string[];
@@ -84,14 +88,11 @@ export interface TurnPoints {
 
 export function turnPoints(rec: Recording): TurnPoints {
   const turns = new Map<string, TurnRecord>();
-  const resolvedSeq = new Map<string, number>();
-  const clientResultSeq = new Map<string, number>();
-  const clientCall = new Set<string>();
   const denied = new Set<string>();
   for (const e of rec.events) {
     let t = turns.get(e.turnId);
     if (e.type === 'turn.started' && !t) {
-      turns.set(e.turnId, (t = { index: turns.size, changes: [], joins: [], usage: [], results: new Map(), called: new Map(), refused: [], clientCalls: [] }));
+      turns.set(e.turnId, (t = { index: turns.size, changes: [], joins: [], usage: [], results: new Map(), called: new Map(), refused: [], clientCalls: [], answers: new Map(), clientIds: new Set() }));
       continue;
     }
     if (!t) continue;
@@ -108,18 +109,18 @@ export function turnPoints(rec: Recording): TurnPoints {
       case 'tool.called':
         t.called.set(e.callId, e.seq);
         if (e.side === 'client') {
-          clientCall.add(e.callId);
+          t.clientIds.add(e.callId);
           t.clientCalls.push({ tool: e.tool, seq: e.seq });
         }
         break;
       case 'tool.result':
         t.results.set(e.callId, e.seq);
-        if (clientCall.has(e.callId)) clientResultSeq.set(e.callId, e.seq);
+        if (t.clientIds.has(e.callId) && !t.answers.has(e.callId)) t.answers.set(e.callId, e.seq);
         if (e.denial) denied.add(e.callId);
         else if (e.isError && !t.called.has(e.callId) && notEnabledHow(e.tool, e.view)) t.refused.push({ tool: e.tool, text: e.view as string, seq: e.seq });
         break;
       case 'approval.resolved':
-        resolvedSeq.set(e.callId, e.seq);
+        t.answers.set(e.callId, e.seq);
         break;
       default:
         break;
@@ -202,8 +203,8 @@ export function turnPoints(rec: Recording): TurnPoints {
       return seq === undefined ? undefined : applyBefore(turnId, seq);
     },
     beforeAnswer: applyBefore,
-    answerSeq(callId) {
-      return resolvedSeq.get(callId) ?? clientResultSeq.get(callId) ?? Infinity;
+    answerSeq(turnId, callId) {
+      return turns.get(turnId)?.answers.get(callId) ?? Infinity;
     },
     turnDone(turnId) {
       const t = turns.get(turnId);

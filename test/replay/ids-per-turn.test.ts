@@ -82,4 +82,33 @@ describe('replay: tool_use ids used again in later turns', () => {
     expect(read).toEqual(['error:tool "count" failed: boom', 'ok:{"n":2}', 'ok:{"n":3}']);
     await rt.close();
   });
+
+  it('replay:exact:ids-per-turn — "answered in the recorded order, per turn": approvals of calls whose fixed ids come in another order in a later turn get their own approval ids and are answered in each turn\'s recorded order', async () => {
+    const setup = (r: Registries) => {
+      for (const name of ['ap_x', 'ap_y']) r.tools.register({ name, description: name, inputSchema: { type: 'object' }, scope: 'generalist', requiresApproval: true, handler: () => ({ name }) });
+      r.actors.register({ name: 'desk', tools: ['ap_x', 'ap_y'] });
+    };
+    const script: ModelScript = {
+      rules: [
+        { when: { on: 'user', text: '^one' }, respond: { blocks: [tu('ap_x', 'toolu_x'), tu('ap_y', 'toolu_y')] } },
+        { when: { on: 'user', text: '^two' }, respond: { blocks: [tu('ap_y', 'toolu_y'), tu('ap_x', 'toolu_x')] } },
+        { when: { on: 'tool_result' }, respond: { blocks: [respond([{ text: 'done', partType: 'response' }], 'complete')] } },
+      ],
+    };
+    const store = createMemoryStore();
+    const rt = createRuntime({ model: createScriptedModel(script), store });
+    setup(rt.registries);
+    const s = await rt.createSession({ id: 'ap', actor: 'desk' });
+    for (const text of ['one', 'two']) {
+      expect((await (await s.send(text)).settled).held).toBeDefined();
+      const snap = await s.snapshot();
+      expect(snap.pendingApprovals).toHaveLength(2);
+      for (const p of snap.pendingApprovals) expect(await s.answerApproval(p.approvalId, { approved: true }, { userId: 'u' }, 'test')).toMatchObject({ ok: true });
+      await s.idle();
+      expect((await rt.history('ap')).at(-1)).toMatchObject({ type: 'turn.settled', finalizedBy: 'complete' });
+    }
+    const r = await replaySession(store, 'ap', { setup });
+    expect(r.diff.differences).toEqual([]);
+    await rt.close();
+  });
 });
