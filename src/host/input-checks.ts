@@ -7,9 +7,9 @@
  */
 import type { CreateSessionOptions, SendOptions } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import { DEFAULT_LIMITS, TIMER_LIMITS, integerProblem, timerMsProblem, type RuntimeLimits } from '../limits.js';
+import { DEFAULT_LIMITS, TIMER_LIMITS, formatValue, integerProblem, timerMsProblem, type RuntimeLimits } from '../limits.js';
 import { argumentSchemaProblem } from '../registries/json-schema.js';
-import { TOOL_NAME } from '../registries/tools.js';
+import { TOOL_NAME, TOOL_NAME_RULE } from '../registries/tools.js';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
@@ -86,7 +86,7 @@ export function checkSend(message: unknown, opts: unknown): void {
     o.clientTools.forEach((t: unknown, i) => {
       const at = `opts.clientTools[${i}]`;
       if (!isPlainObject(t)) throw bad(`${at} must be an object { name, description, parameters }`);
-      if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) throw bad(`${at}.name must be 1-64 letters, digits, "_" or "-", got ${JSON.stringify(t.name) ?? 'undefined'}`);
+      if (typeof t.name !== 'string' || !TOOL_NAME.test(t.name)) throw bad(`${at}.name must be ${TOOL_NAME_RULE}, got ${formatValue(t.name)}`);
       if (typeof t.description !== 'string') throw bad(`${at}.description must be a string`);
       if (!isPlainObject(t.parameters)) throw bad(`${at}.parameters must be a JSON Schema object`);
       const p = jsonProblem(t.parameters, `${at}.parameters`);

@@ -7,7 +7,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { RegistrationError, TurnstateError } from '../errors.js';
-import { MAX_TIMER_MS } from '../limits.js';
+import { MAX_TIMER_MS, formatValue } from '../limits.js';
 import type { Routing, Scope } from '../types.js';
 import { type CompiledSchema, frozenCopy, SchemaCompiler, SchemaDeclarationError } from './json-schema.js';
 import { Registry } from './registry.js';
@@ -101,7 +101,7 @@ function checkExecution(
     }
     const t = d.timeoutMs;
     if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > MAX_TIMER_MS) {
-      fail('tools:timeoutMs:positive', `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}; got ${JSON.stringify(t) ?? String(t)}`);
+      fail('tools:timeoutMs:positive', `timeoutMs must be a number of milliseconds above 0 and at most ${MAX_TIMER_MS}; got ${formatValue(t)}`);
     }
     timeoutMs = t;
   }
@@ -122,13 +122,13 @@ function checkExecution(
   }
   const { attempts, backoffMs = 0, backoffFactor = 2 } = r as Record<string, unknown>;
   if (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < 2 || attempts > MAX_RETRY_ATTEMPTS) {
-    fail('tools:retry:attempts', `retry.attempts is the number of attempts in all, the first included: an integer from 2 to ${MAX_RETRY_ATTEMPTS}; got ${JSON.stringify(attempts) ?? String(attempts)}`);
+    fail('tools:retry:attempts', `retry.attempts is the number of attempts in all, the first included: an integer from 2 to ${MAX_RETRY_ATTEMPTS}; got ${formatValue(attempts)}`);
   }
   if (typeof backoffMs !== 'number' || !Number.isFinite(backoffMs) || backoffMs < 0 || backoffMs > MAX_TIMER_MS) {
-    fail('tools:retry:backoffMs', `retry.backoffMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}; got ${JSON.stringify(backoffMs) ?? String(backoffMs)}`);
+    fail('tools:retry:backoffMs', `retry.backoffMs must be a number of milliseconds from 0 to ${MAX_TIMER_MS}; got ${formatValue(backoffMs)}`);
   }
   if (typeof backoffFactor !== 'number' || !Number.isFinite(backoffFactor) || backoffFactor < 1 || backoffFactor > 10) {
-    fail('tools:retry:backoffFactor', `retry.backoffFactor must be a number from 1 to 10; got ${JSON.stringify(backoffFactor) ?? String(backoffFactor)}`);
+    fail('tools:retry:backoffFactor', `retry.backoffFactor must be a number from 1 to 10; got ${formatValue(backoffFactor)}`);
   }
   // Each field is in range, their product need not be: the wait before the last attempt is the
   // longest, and a timer over 2^31-1 ms fires after 1 ms in Node (the retries would not wait at all).

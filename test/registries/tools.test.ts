@@ -450,11 +450,15 @@ describe('ToolRegistry: timeouts and retries (spec 002 "Cancellation, retry, and
     expectRule(idem({ attempts: 2, maxAttempts: 3 }), 'tools:retry:field-unknown', /'retry\.maxAttempts'/);
   });
 
-  it('tools:timeoutMs:positive / tools:idempotent:boolean — a timeout is milliseconds above 0; idempotent is a boolean', () => {
+  it('tools:timeoutMs:positive / tools:idempotent:boolean — a timeout is milliseconds above 0, refused showing the value given (NaN, not null); idempotent is a boolean', () => {
     const r = new ToolRegistry(compileApprovalPolicy);
     for (const timeoutMs of [0, -5, Number.NaN, Infinity, '100', 2 ** 31]) {
       expectRule(() => r.register(generalist({ timeoutMs })), 'tools:timeoutMs:positive', /timeoutMs/);
     }
+    // The value as it was given (JSON would show NaN and Infinity as null, and a string as a number's twin).
+    expectRule(() => r.register(generalist({ timeoutMs: Number.NaN })), 'tools:timeoutMs:positive', /got NaN$/);
+    expectRule(() => r.register(generalist({ timeoutMs: '100' })), 'tools:timeoutMs:positive', /got "100"$/);
+    expectRule(() => r.register(generalist({ idempotent: true, retry: { attempts: 2, backoffMs: Infinity } })), 'tools:retry:backoffMs', /got Infinity$/);
     expectRule(() => r.register(generalist({ idempotent: 'yes' })), 'tools:idempotent:boolean');
     expect(r.register(generalist({ timeoutMs: 0.5 })).timeoutMs).toBe(0.5);
   });
