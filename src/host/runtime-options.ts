@@ -8,7 +8,7 @@ import type { ArtifactStore, RuntimeOptions, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import { integerProblem } from '../limits.js';
 import { CANONICAL_PART_TYPES, CANONICAL_TURN_STATES } from '../registries/index.js';
-import { closestName } from '../registries/registry.js';
+import { unknownOptionProblem } from '../registries/registry.js';
 import type { Registries } from '../registries/types.js';
 
 /** Every option of RuntimeOptions (the compiler keeps this list and the interface the same). */
@@ -70,11 +70,8 @@ const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v)
 export function checkRuntimeOptions(options: RuntimeOptions): void {
   const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw bad(`options must be an object { model, ... }, got ${typeName(options)}`);
-  for (const key of Object.keys(options)) {
-    if (Object.hasOwn(KNOWN, key)) continue;
-    const near = closestName(key, RUNTIME_OPTION_NAMES);
-    throw bad(`\`${key}\` is not an option${near === undefined ? '' : ` (did you mean \`${near}\`?)`}; the options are ${RUNTIME_OPTION_NAMES.join(', ')}`);
-  }
+  const unknown = unknownOptionProblem(options, RUNTIME_OPTION_NAMES);
+  if (unknown !== undefined) throw bad(unknown);
   if (typeof options.model?.stream !== 'function') throw bad('needs a `model` (a ModelPort, with a stream() method)');
   if (options.contextModel !== undefined && typeof options.contextModel?.stream !== 'function') throw bad('`contextModel` must be a ModelPort (with a stream() method)');
   if (options.store !== undefined) {

@@ -18,6 +18,20 @@ export function closestName(name: string, candidates: readonly string[]): string
   return best;
 }
 
+/**
+ * The refusal of the first key of `given` that is not one of `names` (an options object's
+ * misspelt option: "`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are
+ * ..."), or undefined when every key is known. A misspelt option is never silently ignored.
+ */
+export function unknownOptionProblem(given: object, names: readonly string[]): string | undefined {
+  for (const key of Object.keys(given)) {
+    if (names.includes(key)) continue;
+    const near = closestName(key, names);
+    return `\`${key}\` is not an option${near === undefined ? '' : ` (did you mean \`${near}\`?)`}; the options are ${names.join(', ')}`;
+  }
+  return undefined;
+}
+
 function editDistance(a: string, b: string): number {
   if (Math.abs(a.length - b.length) > 2) return 3;
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);

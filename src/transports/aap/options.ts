@@ -6,7 +6,7 @@
  */
 import type { SessionRuntime } from '../../api.js';
 import { MIN_HEARTBEAT_MS, formatValue, integerProblem, timerMsProblem } from '../../limits.js';
-import { closestName } from '../../registries/registry.js';
+import { unknownOptionProblem } from '../../registries/registry.js';
 import type { Authenticate } from '../types.js';
 import type { AapAgentConfig } from './agents.js';
 import { STREAM_MODES, type StreamMode } from './types.js';
@@ -49,11 +49,8 @@ const AAP_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 export function checkAapOptions(opts: AapOptions): void {
   const bad = (what: string) => new TypeError(`createAapHandler: ${what}`);
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw bad(`options must be an object { runtime, ... }, got ${formatValue(opts)}`);
-  for (const key of Object.keys(opts)) {
-    if (Object.hasOwn(KNOWN, key)) continue;
-    const near = closestName(key, AAP_OPTION_NAMES);
-    throw bad(`\`${key}\` is not an option${near === undefined ? '' : ` (did you mean \`${near}\`?)`}; the options are ${AAP_OPTION_NAMES.join(', ')}`);
-  }
+  const unknown = unknownOptionProblem(opts, AAP_OPTION_NAMES);
+  if (unknown !== undefined) throw bad(unknown);
   const runtime = opts.runtime as unknown as { session?: unknown } | null | undefined;
   if (runtime === null || typeof runtime !== 'object' || typeof runtime.session !== 'function') throw bad('needs a `runtime` (createRuntime())');
   const problem =

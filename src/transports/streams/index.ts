@@ -14,6 +14,7 @@ import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.j
 import type { Authenticate, HttpTransport } from '../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
 import { MIN_HEARTBEAT_MS, integerProblem, timerMsProblem } from '../../limits.js';
+import { unknownOptionProblem } from '../../registries/registry.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
 import { serveSse, serverClosing } from './sse.js';
@@ -62,7 +63,23 @@ export interface StreamsTransport extends HttpTransport {
   stats(): StreamsStats;
 }
 
+/** Every option of StreamsTransportOptions (the compiler keeps this list and the interface the same). */
+const KNOWN: Readonly<Record<keyof StreamsTransportOptions, true>> = {
+  runtime: true,
+  authenticate: true,
+  webRoot: true,
+  maxBufferedBytes: true,
+  heartbeatMs: true,
+  retryMs: true,
+  maxFrameBytes: true,
+  allowedOrigins: true,
+};
+const STREAMS_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
+
 export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTransport {
+  // A misspelt option (heartbeatMS) is refused naming the one it resembles, never ignored.
+  const unknown = unknownOptionProblem(opts, STREAMS_OPTION_NAMES);
+  if (unknown !== undefined) throw new TypeError(`createStreamsTransport: ${unknown}`);
   const ctx: StreamsContext = {
     runtime: opts.runtime,
     authenticate: opts.authenticate,

@@ -227,4 +227,9 @@ describe('streams: createStreamsTransport refuses options it cannot use', () => 
     refused({ maxFrameBytes: -0 }, 'maxFrameBytes must be an integer of at least 1, got -0');
     await createStreamsTransport({ runtime, retryMs: 1, maxBufferedBytes: 1, maxFrameBytes: 1 }).close();
   });
+
+  it('streams:options:unknown — "a misspelt option is refused naming it and the option it resembles, never ignored": heartbeatMS did not set the heartbeat, silently', () => {
+    refused({ heartbeatMS: 1000 }, '`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are runtime, authenticate, webRoot, maxBufferedBytes, heartbeatMs, retryMs, maxFrameBytes, allowedOrigins');
+    expect(() => createStreamsTransport({ runtime, cors: '*' } as never)).toThrow(/^createStreamsTransport: `cors` is not an option; the options are /);
+  });
 });
