@@ -117,9 +117,7 @@ export class SessionDirectory {
   evict(h: { readonly id: string }): void {
     const host = this.hosts.get(h.id);
     if (host !== h || host === undefined) return;
-    const live = host.journal.handOver();
-    if (live) {
-      this.followers.set(host.id, live);
+    if (this.parkFollowers(host)) {
       // A session whose first write failed was never stored: no host will ever adopt them.
       void Promise.resolve()
         .then(() => this.store.getSession(host.id))
@@ -184,8 +182,7 @@ export class SessionDirectory {
       // no longer registered) is left as stored, and the error says which session it is.
       if (host !== undefined && this.hosts.get(id) === host) {
         // Its subscribers wait for the next try.
-        const live = host.journal.handOver();
-        if (live) this.followers.set(id, live);
+        this.parkFollowers(host);
         host.stop();
         this.hosts.delete(id);
       }
@@ -272,8 +269,8 @@ export class SessionDirectory {
   private async remove(id: string): Promise<boolean> {
     const drop = () => {
       this.hosts.get(id)?.stop();
-      this.followers.get(id)?.complete();
-      for (const m of [this.hosts, this.handles, this.dormant, this.followers]) m.delete(id);
+      this.endFollowers(id);
+      for (const m of [this.hosts, this.handles, this.dormant]) m.delete(id);
       this.deps.historyCache?.drop(id);
     };
     try {
@@ -297,6 +294,13 @@ export class SessionDirectory {
     } finally {
       this.deleting.delete(id);
     }
+  }
+
+  /** A host that gives way hands its live subscribers to the session's next host (see `followers`); whether it had any. */
+  private parkFollowers(host: SessionHost): boolean {
+    const live = host.journal.handOver();
+    if (live) this.followers.set(host.id, live);
+    return live !== null;
   }
 
   /** The subscribers waiting for `id`'s next host, when it has none to come (never stored, or gone): their streams complete. */
