@@ -8,6 +8,7 @@ import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
 import { randomBytes } from 'node:crypto';
 import { RE2JS } from 're2js';
+import { formatValue } from '../limits.js';
 import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule } from './script.js';
 
 export interface ScriptedModelOptions {
@@ -55,7 +56,7 @@ function toolUseIds(newId: ScriptedModelOptions['newId']): () => string {
   if (typeof newId !== 'function') throw new TypeError(`ScriptedModel: newId must be a function (prefix) => id, got ${newId === null ? 'null' : typeof newId}`);
   return () => {
     const id: unknown = newId('toolu');
-    if (typeof id !== 'string' || id === '') throw new TypeError(`ScriptedModel: newId('toolu') must return a non-empty string, got ${JSON.stringify(id) ?? String(id)}`);
+    if (typeof id !== 'string' || id === '') throw new TypeError(`ScriptedModel: newId('toolu') must return a non-empty string, got ${formatValue(id)}`);
     return id;
   };
 }
@@ -101,7 +102,8 @@ const WHEN_ON: readonly string[] = ['user', 'tool_result', 'handoff', 'rejection
 const WHEN_KEYS: readonly string[] = ['actor', 'on', 'text', 'tool', 'call'];
 const BLOCK_TYPES: readonly string[] = ['tool_use', 'text', 'thinking'];
 const TEMPLATE = /\$(\$|user\b|[1-9])/g;
-const TEMPLATED = /\$(\$|user\b|[1-9])/;
+/** TEMPLATE without the global flag (its `test` keeps no lastIndex between scripts). */
+const TEMPLATED = new RegExp(TEMPLATE.source);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown): boolean => typeof v === 'number' && Number.isInteger(v) && v >= 0;
@@ -141,7 +143,7 @@ function checkResponse(r: unknown, at: string, fail: (msg: string) => never): vo
     const f = res.fail as Record<string, unknown>;
     if (typeof f.code !== 'string' || f.code === '') fail(`${at}.fail.code must be a non-empty string`);
     // Thrown as a ModelError's code: only the codes a model port can fail with (retry and turn settlement decide by them).
-    if (!isModelErrorCode(f.code)) fail(`${at}.fail.code ${JSON.stringify(f.code).slice(0, 80)} is not a ModelError code (one of ${list(MODEL_ERROR_CODES)})`);
+    if (!isModelErrorCode(f.code)) fail(`${at}.fail.code ${formatValue(f.code)} is not a ModelError code (one of ${list(MODEL_ERROR_CODES)})`);
     if (f.message !== undefined && typeof f.message !== 'string') fail(`${at}.fail.message must be a string`);
     if (f.retryable !== undefined && typeof f.retryable !== 'boolean') fail(`${at}.fail.retryable must be a boolean`);
   }

@@ -235,10 +235,13 @@ function schemaObjects(db: Db): string[] {
   return db.prepare('SELECT name FROM sqlite_master ORDER BY rowid').pluck().all() as string[];
 }
 
+/** The first five names of a list, and `...` when it holds more (a refusal names what it found without listing a whole schema). */
+const firstFive = (names: readonly string[]): string => (names.length > 5 ? `${names.slice(0, 5).join(', ')}, ...` : names.join(', '));
+
 /** "<path> is not a turnstate store (...)": the words both the writable and the read-only refusal use. */
 function notAStore(path: string, objects: readonly string[]): string {
   if (objects.length === 0) return `${path} is not a turnstate store (it has no schema version)`;
-  const shown = objects.length > 5 ? `${objects.slice(0, 5).join(', ')}, ...` : objects.join(', ');
+  const shown = firstFive(objects);
   return `${path} is not a turnstate store (it has no schema version and holds another application's schema: ${shown})`;
 }
 
@@ -265,7 +268,7 @@ export function checkWritableVersion(db: Db): number {
   }
   const missing = missingSchema(db, version);
   if (missing.length > 0) {
-    const shown = missing.length > 5 ? `${missing.slice(0, 5).join(', ')}, ...` : missing.join(', ');
+    const shown = firstFive(missing);
     throw storeError(
       'store.open_failed',
       `${db.name} is not a turnstate store (it claims schema version ${version} but lacks what that version has: ${shown}); nothing was written to it`,
