@@ -59,7 +59,7 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
   checkRuntimeOptions(options);
   const reasoningTraces = options.reasoningTraces ?? 'keep';
   if (!REASONING_TRACES.includes(reasoningTraces)) {
-    throw new TurnstateError('runtime.options', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);
+    throw new TurnstateError('options.invalid', `reasoningTraces must be ${REASONING_TRACES.map((m) => `"${m}"`).join(', ')}, not ${JSON.stringify(reasoningTraces)}`);
   }
   const registries = options.registries ?? createRegistries();
   const store: SessionStore = options.store ?? createMemoryStore();

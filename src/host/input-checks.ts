@@ -126,14 +126,14 @@ const LIMIT_MIN: Partial<Record<keyof RuntimeLimits, number>> = { maxModelCallsP
 export function runtimeLimits(given: unknown): RuntimeLimits {
   const limits: RuntimeLimits = { ...DEFAULT_LIMITS };
   if (given === undefined) return limits;
-  if (!isPlainObject(given)) throw new TurnstateError('runtime.options', 'limits must be an object of runtime limits');
+  if (!isPlainObject(given)) throw new TurnstateError('options.invalid', 'limits must be an object of runtime limits');
   for (const [k, v] of Object.entries(given)) {
-    if (!Object.hasOwn(DEFAULT_LIMITS, k)) throw new TurnstateError('runtime.options', `limits.${k} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
+    if (!Object.hasOwn(DEFAULT_LIMITS, k)) throw new TurnstateError('options.invalid', `limits.${k} is not a runtime limit (limits: ${Object.keys(DEFAULT_LIMITS).join(', ')})`);
     if (v === undefined) continue;
     const min = LIMIT_MIN[k as keyof RuntimeLimits] ?? 0;
     // A timer-backed limit above setTimeout's maximum would fire after 1 ms, not later.
     const problem = TIMER_LIMITS.includes(k as keyof RuntimeLimits) ? timerMsProblem(`limits.${k}`, v, min) : integerProblem(`limits.${k}`, v, min);
-    if (problem !== undefined) throw new TurnstateError('runtime.options', problem);
+    if (problem !== undefined) throw new TurnstateError('options.invalid', problem);
     limits[k as keyof RuntimeLimits] = v as number;
   }
   return limits;

@@ -1,7 +1,7 @@
 /**
  * createRuntime's options, checked before anything is built: every key is a known option (a
  * misspelt one is refused naming it and the option it resembles, never ignored), ports can serve,
- * functions are functions. Each refusal is TurnstateError('runtime.options') naming the option.
+ * functions are functions. Each refusal is TurnstateError('options.invalid') naming the option.
  * The limits are checked by `runtimeLimits` (input-checks.ts), `reasoningTraces` by the runtime.
  */
 import type { ArtifactStore, RuntimeOptions, SessionStore } from '../api.js';
@@ -66,9 +66,9 @@ const ARTIFACT_OPTIONAL_METHODS = ['open', 'delete', 'deleteSession', 'close'] a
 
 const typeName = (v: unknown): string => (v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v);
 
-/** The options a runtime is made with: ports that can serve, functions where functions go (runtime.options naming the option). */
+/** The options a runtime is made with: ports that can serve, functions where functions go (options.invalid naming the option). */
 export function checkRuntimeOptions(options: RuntimeOptions): void {
-  const bad = (what: string) => new TurnstateError('runtime.options', `createRuntime: ${what}`);
+  const bad = (what: string) => new TurnstateError('options.invalid', `createRuntime: ${what}`);
   if (options === null || typeof options !== 'object' || Array.isArray(options)) throw bad(`options must be an object { model, ... }, got ${typeName(options)}`);
   const unknown = unknownOptionProblem(options, RUNTIME_OPTION_NAMES);
   if (unknown !== undefined) throw bad(unknown);

@@ -23,8 +23,8 @@ import Anthropic, {
   APIError,
   APIUserAbortError,
 } from '@anthropic-ai/sdk';
-import { ModelError } from '../errors.js';
-import { timerMsProblem } from '../limits.js';
+import { ModelError, TurnstateError } from '../errors.js';
+import { integerProblem, timerMsProblem } from '../limits.js';
 import type { ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import { buildRequest } from './anthropic-request.js';
@@ -44,11 +44,11 @@ export interface AnthropicModelOptions {
   model?: string;
   /** Model for `purpose: 'llm-context'` requests that name none (default `claude-haiku-4-5`). */
   contextModel?: string;
-  /** `max_tokens` when the request sets none (default 4096). */
+  /** `max_tokens` when the request sets none (default 4096; an integer of at least 1). */
   maxTokens?: number;
   /** Bounded retries; the SDK's own retries are always off. */
   retry?: Partial<ModelRetryPolicy>;
-  /** Time allowed until the response headers arrive, per attempt (default the SDK's 10 min). */
+  /** Time allowed until the response headers arrive, per attempt (ms; default the SDK's 10 min; an integer from 1 to MAX_TIMER_MS). */
   timeout?: number;
   /** Abort an attempt whose stream delivers no event for this long (ms; an integer up to MAX_TIMER_MS); 0 or unset: no idle limit. */
   idleTimeout?: number;
@@ -65,11 +65,15 @@ const DEFAULT_CONTEXT_MODEL = 'claude-haiku-4-5';
 const DEFAULT_MAX_TOKENS = 4096;
 
 export function createAnthropicModel(options: AnthropicModelOptions = {}): ModelPort {
-  const policy = resolveRetryPolicy(options.retry);
-  // Checked here, not at the first stall: a string, NaN or a negative would turn the watchdog off
-  // unnoticed, and a value past a timer's range would fire after 1 ms.
-  const idle = timerMsProblem('idleTimeout', options.idleTimeout, 0, 'no idle limit');
-  if (idle !== undefined) throw new TypeError(`createAnthropicModel: ${idle}`);
+  const policy = resolveRetryPolicy(options.retry, 'createAnthropicModel');
+  // Checked here, not at the first call or stall: a string, NaN or a negative would turn a
+  // timer off unnoticed (or reach the SDK, which refuses it at every call), and a value past a
+  // timer's range would fire after 1 ms. `timeout` 0 would abort every attempt at once.
+  const problem =
+    timerMsProblem('timeout', options.timeout, 1) ??
+    timerMsProblem('idleTimeout', options.idleTimeout, 0, 'no idle limit') ??
+    integerProblem('maxTokens', options.maxTokens, 1);
+  if (problem !== undefined) throw new TurnstateError('options.invalid', `createAnthropicModel: ${problem}`);
   const apiKey = options.client ? options.client.apiKey ?? undefined : options.apiKey ?? process.env.ANTHROPIC_API_KEY;
   if (!options.client && (apiKey === undefined || apiKey === '')) {
     throw new ModelError(

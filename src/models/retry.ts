@@ -3,8 +3,9 @@
  * server's `retry-after`. The caller decides *whether* an attempt may be retried (only when none
  * of its events reached the consumer); this module decides *when*.
  */
-import { ModelError } from '../errors.js';
+import { ModelError, TurnstateError } from '../errors.js';
 import { formatValue, timerMsProblem } from '../limits.js';
+import { unknownOptionProblem } from '../registries/registry.js';
 
 /**
  * How a model port retries a failed call (`AnthropicModelOptions.retry`, exported by
@@ -32,24 +33,39 @@ export const DEFAULT_RETRY_POLICY: Readonly<ModelRetryPolicy> = Object.freeze({
   maxRetryAfterMs: 60_000,
 });
 
+/** Every setting of ModelRetryPolicy, in order (a misspelt one is refused naming the one it resembles). */
+const RETRY_SETTINGS: readonly string[] = Object.freeze(Object.keys(DEFAULT_RETRY_POLICY));
+
 /**
  * The policy with `p` over the defaults (a setting given as undefined keeps its default),
- * checked: `retries` a finite number >= 0 (rounded down), each delay an integer of milliseconds a
- * timer can wait (a longer one fires after 1 ms: a maxRetryAfterMs past it would hammer a server
- * that asked to wait longer). A TypeError names the setting and the value received.
+ * checked: `p` an object of ModelRetryPolicy settings (any other key, such as a tool retry
+ * policy's `attempts`, is refused, never ignored), `retries` a finite number >= 0 (rounded down),
+ * each delay an integer of milliseconds a timer can wait (a longer one fires after 1 ms: a
+ * maxRetryAfterMs past it would hammer a server that asked to wait longer). A refusal is
+ * TurnstateError('options.invalid') naming the setting and the value received: "retry policy:
+ * baseDelayMs ...", or with `owner` (the factory given the policy as its `retry` option)
+ * "createAnthropicModel: retry.baseDelayMs ...".
  */
-export function resolveRetryPolicy(p: Partial<ModelRetryPolicy> | undefined): ModelRetryPolicy {
+export function resolveRetryPolicy(p: Partial<ModelRetryPolicy> | undefined, owner?: string): ModelRetryPolicy {
+  const head = owner === undefined ? 'retry policy: ' : `${owner}: `;
+  const name = (k: string): string => (owner === undefined ? k : `retry.${k}`);
+  const bad = (what: string) => new TurnstateError('options.invalid', `${head}${what}`);
+  if (p !== undefined && (p === null || typeof p !== 'object' || Array.isArray(p))) {
+    throw bad(`${owner === undefined ? 'the policy' : '`retry`'} must be an object { ${RETRY_SETTINGS.join(', ')} }, got ${formatValue(p)}`);
+  }
+  const unknown = p === undefined ? undefined : unknownOptionProblem(p, RETRY_SETTINGS);
+  if (unknown !== undefined) throw bad(owner === undefined ? unknown : `retry: ${unknown}`);
   const r: ModelRetryPolicy = { ...DEFAULT_RETRY_POLICY };
   for (const k of Object.keys(DEFAULT_RETRY_POLICY) as (keyof ModelRetryPolicy)[]) {
     const v = p?.[k];
     if (v !== undefined) r[k] = v;
   }
   if (typeof r.retries !== 'number' || !Number.isFinite(r.retries) || r.retries < 0) {
-    throw new TypeError(`retry policy: retries must be a finite number >= 0, got ${formatValue(r.retries)}`);
+    throw bad(`${name('retries')} must be a finite number >= 0, got ${formatValue(r.retries)}`);
   }
   for (const k of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
-    const problem = timerMsProblem(k, r[k], 0);
-    if (problem !== undefined) throw new TypeError(`retry policy: ${problem}`);
+    const problem = timerMsProblem(name(k), r[k], 0);
+    if (problem !== undefined) throw bad(problem);
   }
   r.retries = Math.floor(r.retries);
   return r;

@@ -3,7 +3,7 @@
  * docs/concepts/scripted-model.md). No network, no code per scenario. It streams the same
  * ModelEvents a real model port does, so the runtime cannot tell the difference.
  */
-import { MODEL_ERROR_CODES, ModelError, isModelErrorCode } from '../errors.js';
+import { MODEL_ERROR_CODES, ModelError, TurnstateError, isModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import type { ContentBlock, ModelMessage, ModelStopReason, Usage } from '../types.js';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +39,8 @@ interface LatestEntry {
 }
 
 const EMPTY_USAGE: Usage = { inputTokens: 0, outputTokens: 0 };
+/** A script or option the model cannot use (the message names the script's rule or the option). */
+const invalidOption = (message: string): TurnstateError => new TurnstateError('options.invalid', message);
 /**
  * The default tool-use ids of one model: `toolu_` + 8 random base-36 characters (41 bits from the
  * CSPRNG, drawn when the model is made) + the model's own counter. Unique across models and
@@ -53,10 +55,10 @@ function defaultToolUseIds(): () => string {
 /** `opts.newId` as the model's id source: each id it returns must be a non-empty string. */
 function toolUseIds(newId: ScriptedModelOptions['newId']): () => string {
   if (newId === undefined) return defaultToolUseIds();
-  if (typeof newId !== 'function') throw new TypeError(`ScriptedModel: newId must be a function (prefix) => id, got ${newId === null ? 'null' : typeof newId}`);
+  if (typeof newId !== 'function') throw invalidOption(`ScriptedModel: newId must be a function (prefix) => id, got ${newId === null ? 'null' : typeof newId}`);
   return () => {
     const id: unknown = newId('toolu');
-    if (typeof id !== 'string' || id === '') throw new TypeError(`ScriptedModel: newId('toolu') must return a non-empty string, got ${formatValue(id)}`);
+    if (typeof id !== 'string' || id === '') throw invalidOption(`ScriptedModel: newId('toolu') must return a non-empty string, got ${formatValue(id)}`);
     return id;
   };
 }
@@ -151,15 +153,15 @@ function checkResponse(r: unknown, at: string, fail: (msg: string) => never): vo
 
 function compile(script: ModelScript): CompiledScript {
   if (!script || !Array.isArray(script.rules)) {
-    throw new TypeError('ModelScript: `rules` must be an array of { when?, respond }');
+    throw invalidOption('ModelScript: `rules` must be an array of { when?, respond }');
   }
   const rules = script.rules.map((rule: ScriptRule, i): CompiledRule => {
     const name = `ModelScript: rules[${i}]${rule?.id !== undefined && rule?.id !== null && rule?.id !== '' ? ` (${String(rule.id)})` : ''}`;
     const fail = (msg: string): never => {
-      throw new TypeError(`${name}: ${msg}`);
+      throw invalidOption(`${name}: ${msg}`);
     };
     if (!rule?.respond || !Array.isArray(rule.respond.blocks)) {
-      throw new TypeError(`${name} needs respond.blocks (an array)`);
+      throw invalidOption(`${name} needs respond.blocks (an array)`);
     }
     checkResponse(rule.respond, 'respond', fail);
     if (rule.times !== undefined && !isCount(rule.times)) fail('times must be a non-negative integer');
@@ -204,7 +206,7 @@ function compile(script: ModelScript): CompiledScript {
   });
   if (script.fallback !== undefined) {
     checkResponse(script.fallback, 'fallback', (msg) => {
-      throw new TypeError(`ModelScript: ${msg}`);
+      throw invalidOption(`ModelScript: ${msg}`);
     });
   }
   return { rules, fallback: script.fallback };

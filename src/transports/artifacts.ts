@@ -19,6 +19,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { ArtifactRecord, ArtifactStore, SessionRuntime } from '../api.js';
 import type { ArtifactLinks } from '../envelope/artifact-links.js';
+import { TurnstateError } from '../errors.js';
+import { formatValue } from '../limits.js';
+import { unknownOptionProblem } from '../registries/registry.js';
 import { authenticateRequest, HttpError, requestUrl, sameTenant, sendError } from './http.js';
 import type { Authenticate, HttpTransport } from './types.js';
 
@@ -54,14 +57,31 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 
 const notFound = (): HttpError => new HttpError(404, 'artifact.not_found', 'no such artifact', { headers: { vary: 'Authorization' } });
 
+/** Every option of ArtifactsTransportOptions (the compiler keeps this list and the interface the same). */
+const KNOWN: Readonly<Record<keyof ArtifactsTransportOptions, true>> = { runtime: true, artifacts: true, authenticate: true, artifactLinks: true };
+const ARTIFACTS_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
+
+/** Throws TurnstateError('options.invalid') naming the first option the transport cannot use (a misspelt key included). */
+function checkArtifactsOptions(opts: ArtifactsTransportOptions): void {
+  const bad = (what: string) => new TurnstateError('options.invalid', `createArtifactsTransport: ${what}`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw bad(`options must be an object { runtime, artifacts, ... }, got ${formatValue(opts)}`);
+  const unknown = unknownOptionProblem(opts, ARTIFACTS_OPTION_NAMES);
+  if (unknown !== undefined) throw bad(unknown);
+  const { runtime, artifacts } = opts as { runtime: unknown; artifacts: unknown };
+  if (runtime === null || typeof runtime !== 'object' || typeof (runtime as { session?: unknown }).session !== 'function') {
+    throw bad('needs a `runtime` (createRuntime()), since an artifact is served only while its session exists');
+  }
+  if (artifacts === null || typeof artifacts !== 'object' || typeof (artifacts as { head?: unknown }).head !== 'function') {
+    throw bad(`\`artifacts\` must be an ArtifactStore (e.g. runtime.artifacts), got ${formatValue(artifacts)}`);
+  }
+  if (opts.authenticate !== undefined && typeof opts.authenticate !== 'function') throw bad(`\`authenticate\` must be a function, got ${formatValue(opts.authenticate)}`);
+  const links = opts.artifactLinks as { verify?: unknown } | undefined;
+  if (links !== undefined && (links === null || typeof links.verify !== 'function')) throw bad(`\`artifactLinks\` must be an ArtifactLinks (createArtifactLinks()), got ${formatValue(links)}`);
+}
+
 export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpTransport {
+  checkArtifactsOptions(opts);
   const { runtime, artifacts, artifactLinks: links } = opts;
-  if (runtime === undefined || runtime === null || typeof runtime.session !== 'function') {
-    throw new TypeError('createArtifactsTransport({ runtime, artifacts }): runtime is required, since an artifact is served only while its session exists');
-  }
-  if (artifacts === undefined || artifacts === null || typeof artifacts.head !== 'function') {
-    throw new TypeError('createArtifactsTransport({ runtime, artifacts }): artifacts must be an ArtifactStore (e.g. runtime.artifacts)');
-  }
 
   /** The record when the request may read it; else the refusal it gets. */
   const admit = async (req: IncomingMessage, res: ServerResponse, id: string, url: URL): Promise<ArtifactRecord | HttpError | undefined> => {

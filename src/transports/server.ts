@@ -17,7 +17,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../api.js';
-import { timerMsProblem } from '../limits.js';
+import { TurnstateError } from '../errors.js';
+import { formatValue, timerMsProblem } from '../limits.js';
+import { unknownOptionProblem } from '../registries/registry.js';
 import { HttpError, clientErrorResponse, rejectUpgrade, requestUrl, sendError, sendJson } from './http.js';
 import type { HttpTransport } from './types.js';
 
@@ -48,11 +50,50 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Starts the server; resolves once it listens. */
-export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
-  // Checked before the server listens: NaN or a value past a timer's range would destroy open connections after 1 ms.
+/** Every option of StartServerOptions (the compiler keeps this list and the interface the same). */
+const KNOWN: Readonly<Record<keyof StartServerOptions, true>> = {
+  runtime: true,
+  transports: true,
+  port: true,
+  host: true,
+  allowedHosts: true,
+  closeRuntime: true,
+  closeTimeoutMs: true,
+};
+const SERVER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
+
+/**
+ * Throws TurnstateError('options.invalid') naming the first option startServer cannot use, before
+ * anything listens: a misspelt key (closeTimeoutMS) is refused naming the one it resembles, never
+ * ignored; NaN or a value past a timer's range as closeTimeoutMs would destroy open connections
+ * after 1 ms.
+ */
+function checkServerOptions(opts: StartServerOptions): void {
+  const bad = (what: string) => new TurnstateError('options.invalid', `startServer: ${what}`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw bad(`options must be an object { runtime, transports, ... }, got ${formatValue(opts)}`);
+  const unknown = unknownOptionProblem(opts, SERVER_OPTION_NAMES);
+  if (unknown !== undefined) throw bad(unknown);
+  const runtime = opts.runtime as unknown as { close?: unknown } | null | undefined;
+  if (runtime === null || typeof runtime !== 'object' || typeof runtime.close !== 'function') throw bad('needs a `runtime` (createRuntime())');
+  const transports = opts.transports as unknown;
+  if (!Array.isArray(transports) || transports.some((t) => typeof (t as HttpTransport | null)?.handle !== 'function')) {
+    throw bad(`\`transports\` must be an array of HttpTransports (each with a handle() method), got ${formatValue(transports)}`);
+  }
+  const port = opts.port as unknown;
+  if (port !== undefined && !(Number.isInteger(port) && (port as number) >= 0 && (port as number) <= 65535)) throw bad(`\`port\` must be an integer from 0 to 65535 (0: a free port), got ${formatValue(port)}`);
+  if (opts.host !== undefined && (typeof opts.host !== 'string' || opts.host === '')) throw bad(`\`host\` must be a non-empty string, got ${formatValue(opts.host)}`);
+  const hosts = opts.allowedHosts as unknown;
+  if (hosts !== undefined && hosts !== '*' && !(Array.isArray(hosts) && hosts.every((h) => typeof h === 'string' && h !== ''))) {
+    throw bad(`\`allowedHosts\` must be an array of host names or '*', got ${formatValue(hosts)}`);
+  }
+  if (opts.closeRuntime !== undefined && typeof opts.closeRuntime !== 'boolean') throw bad(`\`closeRuntime\` must be a boolean, got ${formatValue(opts.closeRuntime)}`);
   const closeTimeout = timerMsProblem('closeTimeoutMs', opts.closeTimeoutMs, 0);
-  if (closeTimeout !== undefined) throw new TypeError(`startServer: ${closeTimeout}`);
+  if (closeTimeout !== undefined) throw bad(closeTimeout);
+}
+
+/** Starts the server; resolves once it listens. Its options are checked first (checkServerOptions). */
+export async function startServer(opts: StartServerOptions): Promise<RunningServer> {
+  checkServerOptions(opts);
   const transports = opts.transports;
   const host = opts.host ?? '127.0.0.1';
   let closing: Promise<void> | undefined;

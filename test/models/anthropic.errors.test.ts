@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { inspect } from 'node:util';
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { ModelError } from '../../src/errors.js';
+import { ModelError, TurnstateError } from '../../src/errors.js';
 import { MAX_TIMER_MS } from '../../src/limits.js';
 import type { ModelErrorCode } from '../../src/errors.js';
 import { Attempt } from '../../src/models/anthropic-attempt.js';
@@ -194,9 +194,52 @@ describe('anthropic adapter: error mapping', () => {
   it(`models:options:idle-timeout — "idleTimeout is an integer from 0 (off) to ${MAX_TIMER_MS}": a string, NaN or a negative would leave a stalled stream unwatched, and a value past a timer's range fire after 1 ms; refused by createAnthropicModel naming idleTimeout and the value received`, () => {
     const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days; 0: no idle limit)`;
     for (const [v, shown] of [['300', '"300"'], [Number.NaN, 'NaN'], [-1, '-1'], [2 ** 31, '2147483648'], [1.5, '1.5'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
-      expect(() => createAnthropicModel({ apiKey: TEST_KEY, idleTimeout: v as number }), String(v)).toThrow(new TypeError(`createAnthropicModel: idleTimeout must be ${range}, got ${shown}`));
+      expect(() => createAnthropicModel({ apiKey: TEST_KEY, idleTimeout: v as number }), String(v)).toThrow(
+        expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: `createAnthropicModel: idleTimeout must be ${range}, got ${shown}` }),
+      );
     }
     for (const idleTimeout of [0, 1, MAX_TIMER_MS]) expect(createAnthropicModel({ apiKey: TEST_KEY, idleTimeout }).name).toBe('anthropic');
+  });
+
+  it(`models:options:timeout — "timeout is an integer from 1 to ${MAX_TIMER_MS}", checked as idleTimeout is: NaN, a negative or a string reached the SDK, which refused it at every call (never at createAnthropicModel), and 0 aborted every attempt at once; refused (options.invalid) naming timeout and the value received`, () => {
+    const range = `an integer from 1 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+    for (const [v, shown] of [[Number.NaN, 'NaN'], [-1, '-1'], [2 ** 31, '2147483648'], ['1000', '"1000"'], [0, '0'], [1.5, '1.5'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
+      let thrown: unknown;
+      try {
+        createAnthropicModel({ apiKey: TEST_KEY, timeout: v as number });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, String(v)).toBeInstanceOf(TurnstateError);
+      expect(thrown, String(v)).toMatchObject({ code: 'options.invalid', message: `createAnthropicModel: timeout must be ${range}, got ${shown}` });
+    }
+    for (const timeout of [1, 600_000, MAX_TIMER_MS]) expect(createAnthropicModel({ apiKey: TEST_KEY, timeout }).name).toBe('anthropic');
+  });
+
+  it('models:options:numbers — "one code for a factory given an option it cannot use": maxTokens is an integer of at least 1 and the retry policy an object of its own settings (a tool retry policy\'s `attempts` was ignored, silently); every refusal is options.invalid naming the option as the caller wrote it (retry.baseDelayMs)', () => {
+    const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ maxTokens: 0 }, 'createAnthropicModel: maxTokens must be an integer of at least 1, got 0'],
+      [{ maxTokens: '4096' }, 'createAnthropicModel: maxTokens must be an integer of at least 1, got "4096"'],
+      [{ maxTokens: Number.NaN }, 'createAnthropicModel: maxTokens must be an integer of at least 1, got NaN'],
+      [{ retry: { baseDelayMs: -1 } }, `createAnthropicModel: retry.baseDelayMs must be ${range}, got -1`],
+      [{ retry: { maxRetryAfterMs: 2 ** 31 } }, `createAnthropicModel: retry.maxRetryAfterMs must be ${range}, got 2147483648`],
+      [{ retry: { retries: '3' } }, 'createAnthropicModel: retry.retries must be a finite number >= 0, got "3"'],
+      [{ retry: { attempts: 3 } }, 'createAnthropicModel: retry: `attempts` is not an option; the options are retries, baseDelayMs, maxDelayMs, maxRetryAfterMs'],
+      [{ retry: { retrys: 3 } }, 'createAnthropicModel: retry: `retrys` is not an option (did you mean `retries`?); the options are retries, baseDelayMs, maxDelayMs, maxRetryAfterMs'],
+      [{ retry: 3 }, 'createAnthropicModel: `retry` must be an object { retries, baseDelayMs, maxDelayMs, maxRetryAfterMs }, got 3'],
+    ];
+    for (const [opts, message] of cases) {
+      let thrown: unknown;
+      try {
+        createAnthropicModel({ apiKey: TEST_KEY, ...opts });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, message).toBeInstanceOf(TurnstateError);
+      expect(thrown, message).toMatchObject({ code: 'options.invalid', message });
+    }
+    expect(createAnthropicModel({ apiKey: TEST_KEY, maxTokens: 1, retry: { retries: 0, baseDelayMs: 0, maxDelayMs: MAX_TIMER_MS, maxRetryAfterMs: 0 } }).name).toBe('anthropic');
   });
 
   it('models:error:idle-from-last-event — "abort when the stream delivers no event for this many ms": counted from the last event, not from the watchdog\'s last check', () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ModelError } from '../../src/errors.js';
+import { ModelError, TurnstateError } from '../../src/errors.js';
 import { MAX_TIMER_MS } from '../../src/limits.js';
 import { DEFAULT_RETRY_POLICY, parseRetryAfter, resolveRetryPolicy, retryDelay, sleep } from '../../src/models/retry.js';
 
@@ -27,19 +27,44 @@ describe('retry policy', () => {
     expect(retryDelay(0, new ModelError('model.rate_limited', 'x', { retryable: true, retryAfterMs: 2500 }), p)).toBe(2500);
     expect(retryDelay(0, new ModelError('model.rate_limited', 'x', { retryable: true, retryAfterMs: 61_000 }), p)).toBeUndefined();
     expect(DEFAULT_RETRY_POLICY.retries).toBe(3);
-    expect(() => resolveRetryPolicy({ retries: -1 })).toThrow(/retries must be/);
+    expect(() => resolveRetryPolicy({ retries: -1 })).toThrow(expect.objectContaining({ code: 'options.invalid', message: expect.stringMatching(/^retry policy: retries must be/) }));
   });
 
   it(`models:retry:delay-range — "each delay is an integer from 0 to ${MAX_TIMER_MS} ms": a maxRetryAfterMs past a timer's range would sleep 1 ms and hammer a server that asked to wait days; refused naming the setting and the value received; a setting given as undefined keeps its default`, () => {
     const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
     for (const k of ['baseDelayMs', 'maxDelayMs', 'maxRetryAfterMs'] as const) {
       for (const [v, shown] of [[4_000_000_000, '4000000000'], [Number.NaN, 'NaN'], [-1, '-1'], [1.5, '1.5'], ['500', '"500"']] as const) {
-        expect(() => resolveRetryPolicy({ [k]: v }), `${k} ${String(v)}`).toThrow(new TypeError(`retry policy: ${k} must be ${range}, got ${shown}`));
+        expect(() => resolveRetryPolicy({ [k]: v }), `${k} ${String(v)}`).toThrow(
+          expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: `retry policy: ${k} must be ${range}, got ${shown}` }),
+        );
       }
       expect(resolveRetryPolicy({ [k]: MAX_TIMER_MS })[k]).toBe(MAX_TIMER_MS);
     }
-    expect(() => resolveRetryPolicy({ retries: '3' as never })).toThrow(new TypeError('retry policy: retries must be a finite number >= 0, got "3"'));
+    expect(() => resolveRetryPolicy({ retries: '3' as never })).toThrow(
+      expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: 'retry policy: retries must be a finite number >= 0, got "3"' }),
+    );
     expect(resolveRetryPolicy({ maxDelayMs: undefined, retries: undefined })).toEqual(DEFAULT_RETRY_POLICY);
+  });
+
+  it('models:retry:options — "one code for a factory given an option it cannot use": a policy that is not an object, or names a setting it does not have (a tool retry policy\'s attempts, a misspelt retries), is refused with TurnstateError options.invalid naming it, never ignored', () => {
+    const settings = 'retries, baseDelayMs, maxDelayMs, maxRetryAfterMs';
+    for (const [p, message] of [
+      [{ attempts: 3 }, `retry policy: \`attempts\` is not an option; the options are ${settings}`],
+      [{ maxRetries: 5 }, `retry policy: \`maxRetries\` is not an option; the options are ${settings}`],
+      [{ retrys: 1 }, `retry policy: \`retrys\` is not an option (did you mean \`retries\`?); the options are ${settings}`],
+      [null, `retry policy: the policy must be an object { ${settings} }, got null`],
+      [[], `retry policy: the policy must be an object { ${settings} }, got []`],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        resolveRetryPolicy(p as never);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, message).toBeInstanceOf(TurnstateError);
+      expect(thrown, message).toMatchObject({ code: 'options.invalid', message });
+    }
+    expect(resolveRetryPolicy(undefined)).toEqual(DEFAULT_RETRY_POLICY);
   });
 
   it('models:retry:retry-after-parse — ms header, seconds, HTTP date, garbage', () => {

@@ -2,7 +2,7 @@
 // naming it (`rules[<i>]` and its `id`)", `when.text` runs on RE2, and the `$` templates.
 import { describe, expect, it } from 'vitest';
 import { createScriptedModel } from '../../src/models/scripted.js';
-import { MODEL_ERROR_CODES, ModelError } from '../../src/errors.js';
+import { MODEL_ERROR_CODES, ModelError, TurnstateError } from '../../src/errors.js';
 import type { ModelEvent } from '../../src/machines/ports.js';
 import type { ModelScript } from '../../src/models/script.js';
 
@@ -14,7 +14,19 @@ async function lastEvent(script: ModelScript, text: string): Promise<Extract<Mod
   return last as Extract<ModelEvent, { type: 'message.stop' }>;
 }
 const T = (text: string) => ({ type: 'text' as const, text });
-const bad = (s: unknown) => () => createScriptedModel(s as ModelScript);
+/**
+ * Makes the model from `s`, expecting a refusal: a refusal that is not TurnstateError
+ * options.invalid (a bare TypeError) is turned into one no message assertion matches.
+ */
+const bad = (s: unknown) => () => {
+  try {
+    createScriptedModel(s as ModelScript);
+  } catch (e) {
+    // Its message left out: the callers' message patterns must not match a refusal of the wrong kind.
+    if (!(e instanceof TurnstateError) || e.code !== 'options.invalid') throw new Error(`refused with a ${(e as Error)?.name ?? typeof e}, not TurnstateError options.invalid`);
+    throw e;
+  }
+};
 
 describe('ScriptedModel rules', () => {
   it('scripted:text:re2 — "`text` is a case-insensitive regular expression … run on RE2 (linear time in the input)": ^(a+)+$ answers at once on "a"×40+"!" and on "A"×40', async () => {
@@ -64,6 +76,30 @@ describe('ScriptedModel rules', () => {
       const err = await lastEvent(r(code) as ModelScript, 'hi').then(() => undefined, (e: unknown) => e);
       expect(err, code).toBeInstanceOf(ModelError);
       expect((err as ModelError).code).toBe(code);
+    }
+  });
+
+  it('scripted:options:code — "one code for a factory given an option it cannot use": every refusal of a ModelScript (createScriptedModel and setScript alike) and of a bad newId is TurnstateError options.invalid naming the rule or option, not a bare TypeError', async () => {
+    const refusal = (f: () => unknown): unknown => {
+      try {
+        f();
+      } catch (e) {
+        return e;
+      }
+      return undefined;
+    };
+    const cases: [() => unknown, string | RegExp][] = [
+      [() => createScriptedModel({} as ModelScript), 'ModelScript: `rules` must be an array of { when?, respond }'],
+      [() => createScriptedModel({ rules: [{ id: 'r' }] } as never), 'ModelScript: rules[0] (r) needs respond.blocks (an array)'],
+      [() => createScriptedModel({ rules: [{ id: 'r', when: { on: 'usr' }, respond: { blocks: [] } }] } as never), /^ModelScript: rules\[0\] \(r\): when\.on "usr" is not one of "user"/],
+      [() => createScriptedModel({ rules: [], fallback: { blocks: 'x' } } as never), 'ModelScript: fallback needs blocks (an array)'],
+      [() => createScriptedModel({ rules: [] }).setScript({ rules: [{ times: -1, respond: { blocks: [] } }] }), 'ModelScript: rules[0]: times must be a non-negative integer'],
+      [() => createScriptedModel({ rules: [] }, { newId: 42 as never }), 'ScriptedModel: newId must be a function (prefix) => id, got number'],
+    ];
+    for (const [f, message] of cases) {
+      const e = refusal(f);
+      expect(e, String(message)).toBeInstanceOf(TurnstateError);
+      expect(e, String(message)).toMatchObject({ code: 'options.invalid', message: typeof message === 'string' ? message : expect.stringMatching(message) });
     }
   });
 

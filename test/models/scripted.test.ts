@@ -62,7 +62,11 @@ describe('ScriptedModel tool-use ids', () => {
     expect(await ids(b)).toEqual(['toolu_1', 'toolu_2']);
     const fixed = createScriptedModel({ rules: [{ respond: { blocks: [{ type: 'tool_use', name: 'a', input: {}, id: 'toolu_mine' }] } }] }, { newId: counter() });
     expect(await ids(fixed)).toEqual(['toolu_mine']);
-    expect(() => createScriptedModel(script, { newId: 'toolu_x' as never })).toThrow(/newId must be a function/);
-    await expect(ids(createScriptedModel(script, { newId: () => '' }))).rejects.toThrow(/newId\('toolu'\) must return a non-empty string/);
+    expect(() => createScriptedModel(script, { newId: 'toolu_x' as never })).toThrow(
+      expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: 'ScriptedModel: newId must be a function (prefix) => id, got string' }),
+    );
+    await expect(ids(createScriptedModel(script, { newId: () => '' }))).rejects.toThrow(
+      expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: 'ScriptedModel: newId(\'toolu\') must return a non-empty string, got ""' }),
+    );
   });
 });

@@ -107,7 +107,7 @@ describe('inputs: the session API refuses what it cannot keep or honour', () => 
     expect(await rt.listSessions({ tenantId: 'other' })).toEqual([]);
   });
 
-  it('inputs:runtime:options — createRuntime refuses a model that is not a ModelPort, a store that is not a SessionStore, non-function hooks, unknown or out-of-range limits and a bad passivateAfterMs, naming them (runtime.options); a limit given as undefined keeps its default', () => {
+  it('inputs:runtime:options — createRuntime refuses a model that is not a ModelPort, a store that is not a SessionStore, non-function hooks, unknown or out-of-range limits and a bad passivateAfterMs, naming them (options.invalid); a limit given as undefined keeps its default', () => {
     const model = createScriptedModel({ rules: [] });
     const bad: [unknown, RegExp][] = [
       [{ model: {} }, /needs a `model` \(a ModelPort/],
@@ -122,11 +122,11 @@ describe('inputs: the session API refuses what it cannot keep or honour', () => 
       [{ model, limits: { maxHandoffsPerTurn: '5' } }, /limits\.maxHandoffsPerTurn must be an integer of at least 0, got "5"/],
       [{ model, passivateAfterMs: -5 }, /`passivateAfterMs` must be an integer of at least 0, got -5/],
     ];
-    for (const [opts, msg] of bad) expect(() => createRuntime(opts as never), String(msg)).toThrow(expect.objectContaining({ code: 'runtime.options', message: expect.stringMatching(msg) }));
+    for (const [opts, msg] of bad) expect(() => createRuntime(opts as never), String(msg)).toThrow(expect.objectContaining({ code: 'options.invalid', message: expect.stringMatching(msg) }));
     expect(() => createRuntime({ model, limits: { maxModelCallsPerTurn: undefined } as never })).not.toThrow();
   });
 
-  it('inputs:runtime:registries — "bad input gets a clear error that names what was wrong": createRuntime refuses registries that are not the runtime\'s (createRegistries()) shape, naming the missing registry, method or canonical entry (runtime.options), instead of a bare TypeError at the first session', () => {
+  it('inputs:runtime:registries — "bad input gets a clear error that names what was wrong": createRuntime refuses registries that are not the runtime\'s (createRegistries()) shape, naming the missing registry, method or canonical entry (options.invalid), instead of a bare TypeError at the first session', () => {
     const model = createScriptedModel({ rules: [] });
     const { turnStates: _t, ...noTurnStates } = createRegistries();
     const full = createRegistries();
@@ -148,7 +148,7 @@ describe('inputs: the session API refuses what it cannot keep or honour', () => 
     ];
     for (const [registries, msg] of bad) {
       expect(() => createRuntime({ model, registries: registries as never }), String(msg)).toThrow(
-        expect.objectContaining({ code: 'runtime.options', message: typeof msg === 'string' ? expect.stringContaining(msg) : expect.stringMatching(msg) }),
+        expect.objectContaining({ code: 'options.invalid', message: typeof msg === 'string' ? expect.stringContaining(msg) : expect.stringMatching(msg) }),
       );
     }
     expect(() => createRuntime({ model, registries: createRegistries() })).not.toThrow();

@@ -14,7 +14,7 @@ import { answer, harness, part, respond } from './helpers.js';
 
 const refused = (opts: unknown, message: RegExp | string): void => {
   expect(() => createRuntime(opts as never), String(message)).toThrow(
-    expect.objectContaining({ code: 'runtime.options', message: typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message) }),
+    expect.objectContaining({ code: 'options.invalid', message: typeof message === 'string' ? expect.stringContaining(message) : expect.stringMatching(message) }),
   );
 };
 

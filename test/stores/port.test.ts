@@ -39,21 +39,21 @@ function customStore(without: readonly string[] = []): SessionStore {
 describe('a store written outside this repository', () => {
   const model = createScriptedModel({ rules: [] });
 
-  it('store:port:methods — "Implement `SessionStore`": createRuntime refuses a store that lacks any method of the port (runtime.options naming each one it lacks), so a missing readQueue or resolveApproval is not first found after a restart or at an approval answer', () => {
+  it('store:port:methods — "Implement `SessionStore`": createRuntime refuses a store that lacks any method of the port (options.invalid naming each one it lacks), so a missing readQueue or resolveApproval is not first found after a restart or at an approval answer', () => {
     const memoryMethods = Object.keys(createMemoryStore()).filter((k) => k !== 'kind' && k !== 'groupCommit');
     expect([...METHODS].sort()).toEqual(memoryMethods.sort());
     for (const m of METHODS) {
       expect(() => createRuntime({ model, store: customStore([m]) }), m).toThrow(
-        expect.objectContaining({ code: 'runtime.options', message: expect.stringMatching(new RegExp(`\`store\` must be a SessionStore .*; it lacks ${m}\\(\\)$`)) }),
+        expect.objectContaining({ code: 'options.invalid', message: expect.stringMatching(new RegExp(`\`store\` must be a SessionStore .*; it lacks ${m}\\(\\)$`)) }),
       );
     }
     expect(() => createRuntime({ model, store: customStore(['readQueue', 'resolveApproval']) })).toThrow(
-      expect.objectContaining({ code: 'runtime.options', message: expect.stringContaining('it lacks readQueue(), resolveApproval()') }),
+      expect.objectContaining({ code: 'options.invalid', message: expect.stringContaining('it lacks readQueue(), resolveApproval()') }),
     );
     // A property that is not a function is not the method.
     const notFn = { ...customStore(), lastSeq: 0 };
-    expect(() => createRuntime({ model, store: notFn as never })).toThrow(expect.objectContaining({ code: 'runtime.options', message: expect.stringContaining('it lacks lastSeq()') }));
-    expect(() => createRuntime({ model, store: null as never })).toThrow(expect.objectContaining({ code: 'runtime.options', message: expect.stringContaining('got null') }));
+    expect(() => createRuntime({ model, store: notFn as never })).toThrow(expect.objectContaining({ code: 'options.invalid', message: expect.stringContaining('it lacks lastSeq()') }));
+    expect(() => createRuntime({ model, store: null as never })).toThrow(expect.objectContaining({ code: 'options.invalid', message: expect.stringContaining('got null') }));
   });
 
   it('store:port:methods — a store with every method is accepted, its methods own properties or inherited (a class)', async () => {

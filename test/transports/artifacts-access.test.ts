@@ -13,6 +13,7 @@ import type { ArtifactStore } from '../../src/api.js';
 import { createArtifactLinks } from '../../src/envelope/artifact-links.js';
 import { renderForChannel } from '../../src/envelope/channels.js';
 import { createDelivery } from '../../src/envelope/delivery.js';
+import { TurnstateError } from '../../src/errors.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime, type TurnstateRuntime } from '../../src/runtime.js';
 import { createFileArtifactStore } from '../../src/stores/artifacts-fs.js';
@@ -326,6 +327,38 @@ describe('artifacts over HTTP: streaming and caching', () => {
       expect((await get(server, `/artifacts/${id}`, { ...B, 'if-none-match': `"${id}"` })).status).toBe(404);
     } finally {
       await server.close();
+    }
+  });
+});
+
+describe('createArtifactsTransport: the options', () => {
+  it('artifacts:options:code — "one code for a factory given an option it cannot use": createArtifactsTransport refuses a missing runtime or store, a misspelt option (named with the one it resembles, never ignored), a non-function authenticate and artifactLinks without verify() with TurnstateError options.invalid naming the option, not a bare TypeError', async () => {
+    const rt = createRuntime({ model: createScriptedModel({ rules: [] }) });
+    const names = 'runtime, artifacts, authenticate, artifactLinks';
+    try {
+      const cases: [unknown, RegExp | string][] = [
+        [{ artifacts: rt.artifacts }, 'createArtifactsTransport: needs a `runtime` (createRuntime()), since an artifact is served only while its session exists'],
+        [{ runtime: rt }, 'createArtifactsTransport: `artifacts` must be an ArtifactStore (e.g. runtime.artifacts), got undefined'],
+        [{ runtime: rt, artifacts: 'memory' }, 'createArtifactsTransport: `artifacts` must be an ArtifactStore (e.g. runtime.artifacts), got "memory"'],
+        [{ runtime: rt, artifacts: rt.artifacts, artifactLink: {} }, `createArtifactsTransport: \`artifactLink\` is not an option (did you mean \`artifactLinks\`?); the options are ${names}`],
+        [{ runtime: rt, artifacts: rt.artifacts, authenticate: 'bearer' }, 'createArtifactsTransport: `authenticate` must be a function, got "bearer"'],
+        [{ runtime: rt, artifacts: rt.artifacts, artifactLinks: { secret: SECRET } }, /^createArtifactsTransport: `artifactLinks` must be an ArtifactLinks \(createArtifactLinks\(\)\), got /],
+        [null, 'createArtifactsTransport: options must be an object { runtime, artifacts, ... }, got null'],
+      ];
+      for (const [opts, message] of cases) {
+        let thrown: unknown;
+        try {
+          createArtifactsTransport(opts as never);
+        } catch (e) {
+          thrown = e;
+        }
+        expect(thrown, String(message)).toBeInstanceOf(TurnstateError);
+        expect(thrown, String(message)).toMatchObject({ code: 'options.invalid', message: typeof message === 'string' ? message : expect.stringMatching(message) });
+      }
+      const links = createArtifactLinks({ baseUrl: 'https://desk.example.com', secret: SECRET });
+      await createArtifactsTransport({ runtime: rt, artifacts: rt.artifacts, authenticate, artifactLinks: links }).close();
+    } finally {
+      await rt.close();
     }
   });
 });

@@ -5,6 +5,7 @@
 import { request } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
+import { TurnstateError } from '../../src/errors.js';
 import { MAX_TIMER_MS } from '../../src/limits.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
@@ -136,10 +137,61 @@ describe('startServer', () => {
     try {
       for (const [v, shown] of [[Number.NaN, 'NaN'], [2 ** 31, '2147483648'], [-1, '-1'], [1.5, '1.5'], ['5000', '"5000"'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
         await expect(startServer({ runtime: rt, transports: [], port: 0, closeTimeoutMs: v as number }), String(v)).rejects.toThrow(
-          new TypeError(`startServer: closeTimeoutMs must be an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days), got ${shown}`),
+          expect.objectContaining({
+            name: 'TurnstateError',
+            code: 'options.invalid',
+            message: `startServer: closeTimeoutMs must be an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days), got ${shown}`,
+          }),
         );
       }
       for (const closeTimeoutMs of [0, MAX_TIMER_MS]) await (await startServer({ runtime: rt, transports: [], port: 0, closeRuntime: false, closeTimeoutMs })).close();
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('server:options:unknown — "a misspelt option is refused naming it and the option it resembles, never ignored", as createRuntime, createAapHandler and createStreamsTransport do: closeTimeoutMS: 10 left the grace period at 5 s, silently; refused (options.invalid) before the server listens', async () => {
+    const rt = runtime();
+    const names = 'runtime, transports, port, host, allowedHosts, closeRuntime, closeTimeoutMs';
+    try {
+      for (const [opts, message] of [
+        [{ closeTimeoutMS: 10 }, `startServer: \`closeTimeoutMS\` is not an option (did you mean \`closeTimeoutMs\`?); the options are ${names}`],
+        [{ allowedHost: ['box.lan'] }, `startServer: \`allowedHost\` is not an option (did you mean \`allowedHosts\`?); the options are ${names}`],
+        [{ tls: true }, `startServer: \`tls\` is not an option; the options are ${names}`],
+      ] as const) {
+        await expect(startServer({ runtime: rt, transports: [], port: 0, closeRuntime: false, ...opts } as never), message).rejects.toThrow(
+          expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message }),
+        );
+      }
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('server:options:code — "one code for a factory given an option it cannot use": every refusal of startServer is TurnstateError options.invalid naming the option, before anything listens', async () => {
+    const rt = runtime();
+    try {
+      for (const [opts, message] of [
+        [{ runtime: rt, transports: {}, port: 0 }, /^startServer: `transports` must be an array of HttpTransports \(each with a handle\(\) method\), got \{\}$/],
+        [{ runtime: rt, transports: [null], port: 0 }, /^startServer: `transports` must be an array of HttpTransports/],
+        [{ runtime: rt, transports: [], port: 70000 }, /^startServer: `port` must be an integer from 0 to 65535 \(0: a free port\), got 70000$/],
+        [{ runtime: rt, transports: [], port: '8787' }, /^startServer: `port` must be an integer .*, got "8787"$/],
+        [{ runtime: rt, transports: [], allowedHosts: 'box.lan', port: 0 }, /^startServer: `allowedHosts` must be an array of host names or '\*', got "box\.lan"$/],
+        [{ runtime: rt, transports: [], closeRuntime: 'no', port: 0 }, /^startServer: `closeRuntime` must be a boolean, got "no"$/],
+        [{ runtime: rt, transports: [], closeTimeoutMs: -1, port: 0 }, /^startServer: closeTimeoutMs must be an integer from 0 to \d+ .*, got -1$/],
+        [{ transports: [], port: 0 }, /^startServer: needs a `runtime` \(createRuntime\(\)\)$/],
+        [null, /^startServer: options must be an object \{ runtime, transports, \.\.\. \}, got null$/],
+      ] as const) {
+        const thrown = await startServer(opts as never).then(
+          async (s) => {
+            await s.close();
+            return undefined;
+          },
+          (e: unknown) => e,
+        );
+        expect(thrown, String(message)).toBeInstanceOf(TurnstateError);
+        expect(thrown, String(message)).toMatchObject({ code: 'options.invalid', message: expect.stringMatching(message) });
+      }
     } finally {
       await rt.close();
     }

@@ -1,10 +1,11 @@
 /**
  * createAapHandler's options, checked before the handler is built, as createRuntime checks its
  * own: every key is a known option (a misspelt one is refused naming it and the option it
- * resembles, never ignored), and every number is one the handler can use. Each refusal is a
- * TypeError naming the option and the value received.
+ * resembles, never ignored), and every number is one the handler can use. Each refusal is
+ * TurnstateError('options.invalid') naming the option and the value received.
  */
 import type { SessionRuntime } from '../../api.js';
+import { TurnstateError } from '../../errors.js';
 import { MIN_HEARTBEAT_MS, formatValue, integerProblem, timerMsProblem } from '../../limits.js';
 import { unknownOptionProblem } from '../../registries/registry.js';
 import type { Authenticate } from '../types.js';
@@ -45,9 +46,9 @@ const KNOWN: Readonly<Record<keyof AapOptions, true>> = {
 };
 const AAP_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 
-/** Throws a TypeError naming the first option of `opts` the handler cannot use. */
+/** Throws TurnstateError('options.invalid') naming the first option of `opts` the handler cannot use. */
 export function checkAapOptions(opts: AapOptions): void {
-  const bad = (what: string) => new TypeError(`createAapHandler: ${what}`);
+  const bad = (what: string) => new TurnstateError('options.invalid', `createAapHandler: ${what}`);
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw bad(`options must be an object { runtime, ... }, got ${formatValue(opts)}`);
   const unknown = unknownOptionProblem(opts, AAP_OPTION_NAMES);
   if (unknown !== undefined) throw bad(unknown);

@@ -10,10 +10,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { SessionRuntime } from '../../api.js';
+import { TurnstateError } from '../../errors.js';
 import { HttpError, Router, parseOrigin, requestUrl, sendError } from '../http.js';
 import type { Authenticate, HttpTransport } from '../types.js';
 import { createDelivery } from '../../envelope/delivery.js';
-import { MIN_HEARTBEAT_MS, integerProblem, timerMsProblem } from '../../limits.js';
+import { MIN_HEARTBEAT_MS, formatValue, integerProblem, timerMsProblem } from '../../limits.js';
 import { unknownOptionProblem } from '../../registries/registry.js';
 import { createEventCodec } from './codec.js';
 import type { StreamConnection, StreamsContext } from './context.js';
@@ -76,10 +77,18 @@ const KNOWN: Readonly<Record<keyof StreamsTransportOptions, true>> = {
 };
 const STREAMS_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 
+/** The refusal of an option createStreamsTransport cannot use (`what` names it). */
+const invalidOption = (what: string): TurnstateError => new TurnstateError('options.invalid', `createStreamsTransport: ${what}`);
+
 export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTransport {
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw invalidOption(`options must be an object { runtime, ... }, got ${formatValue(opts)}`);
   // A misspelt option (heartbeatMS) is refused naming the one it resembles, never ignored.
   const unknown = unknownOptionProblem(opts, STREAMS_OPTION_NAMES);
-  if (unknown !== undefined) throw new TypeError(`createStreamsTransport: ${unknown}`);
+  if (unknown !== undefined) throw invalidOption(unknown);
+  const runtime = opts.runtime as unknown as { session?: unknown; registries?: { partTypes?: unknown } } | null | undefined;
+  if (runtime === null || typeof runtime !== 'object' || typeof runtime.session !== 'function' || typeof runtime.registries?.partTypes !== 'object') {
+    throw invalidOption('needs a `runtime` (createRuntime())');
+  }
   const ctx: StreamsContext = {
     runtime: opts.runtime,
     authenticate: opts.authenticate,
@@ -172,9 +181,9 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
   };
 }
 
-/** `v`, or a TypeError stating `problem` (the option's refusal, from limits.ts). */
+/** `v`, or the refusal stating `problem` (the option's, from limits.ts). */
 function checked(v: number | undefined, problem: string | undefined): number | undefined {
-  if (problem !== undefined) throw new TypeError(`createStreamsTransport: ${problem}`);
+  if (problem !== undefined) throw invalidOption(problem);
   return v;
 }
 
@@ -182,12 +191,12 @@ function checked(v: number | undefined, problem: string | undefined): number | u
 function originPolicy(allowed: readonly string[] | '*' | undefined): ReadonlySet<string> | '*' {
   if (allowed === '*') return '*';
   if (allowed === undefined) return new Set();
-  if (!Array.isArray(allowed)) throw new TypeError(`allowedOrigins must be an array of origins or '*', got ${JSON.stringify(allowed)}`);
+  if (!Array.isArray(allowed)) throw invalidOption(`allowedOrigins must be an array of origins or '*', got ${formatValue(allowed)}`);
   const out = new Set<string>();
   for (const o of allowed) {
     const origin = parseOrigin(String(o));
     if (origin === undefined) {
-      throw new TypeError(`allowedOrigins: ${JSON.stringify(o)} is not an origin (scheme://host[:port], no path), e.g. "https://app.example.com"`);
+      throw invalidOption(`allowedOrigins: ${formatValue(o)} is not an origin (scheme://host[:port], no path), e.g. "https://app.example.com"`);
     }
     out.add(origin);
   }

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import type { Runtime } from '../../../src/api.js';
+import { TurnstateError } from '../../../src/errors.js';
 import { MAX_TIMER_MS } from '../../../src/limits.js';
 import type { ModelScript } from '../../../src/models/script.js';
 import { createScriptedModel } from '../../../src/models/scripted.js';
@@ -151,7 +152,7 @@ describe('createAapHandler: the options', () => {
   const runtime = createRuntime({ model: createScriptedModel(SLOW) });
   afterAll(async () => runtime.close());
   const refused = (opts: Record<string, unknown>, message: string): void => {
-    expect(() => createAapHandler({ runtime, ...opts }), message).toThrow(new TypeError(`createAapHandler: ${message}`));
+    expect(() => createAapHandler({ runtime, ...opts }), message).toThrow(expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: `createAapHandler: ${message}` }));
   };
   const timer = `${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
 
@@ -169,9 +170,31 @@ describe('createAapHandler: the options', () => {
     }
     refused({ streamModes: ['delta', 'sse'] }, "`streamModes` must be an array of 'delta', 'message', 'none', got [\"delta\",\"sse\"]");
     refused({ authenticate: 'bearer' }, '`authenticate` must be a function, got "bearer"');
-    expect(() => createAapHandler({ runtime: undefined as never })).toThrow(new TypeError('createAapHandler: needs a `runtime` (createRuntime())'));
+    expect(() => createAapHandler({ runtime: undefined as never })).toThrow(expect.objectContaining({ code: 'options.invalid', message: 'createAapHandler: needs a `runtime` (createRuntime())' }));
     for (const ok of [{ heartbeatMs: 0, closeGraceMs: 0, maxBodyBytes: 1 }, { heartbeatMs: 100, closeGraceMs: MAX_TIMER_MS }, { heartbeatMs: MAX_TIMER_MS, maxBodyBytes: Number.MAX_SAFE_INTEGER }]) {
       await createAapHandler({ runtime, ...ok }).close();
+    }
+  });
+
+  it('aap:options:code — "one code for a factory given an option it cannot use": every refusal of createAapHandler is TurnstateError options.invalid (not a bare TypeError), its message starting createAapHandler: and naming the option', () => {
+    const cases: [unknown, RegExp][] = [
+      [{ runtime, closeGraceMS: 10 }, /^createAapHandler: `closeGraceMS` is not an option \(did you mean `closeGraceMs`\?\)/],
+      [{ runtime, heartbeatMs: Number.NaN }, /^createAapHandler: `heartbeatMs` must be .*, got NaN$/],
+      [{ runtime, maxBodyBytes: '1000' }, /^createAapHandler: `maxBodyBytes` must be an integer of at least 1, got "1000"$/],
+      [{ runtime, publicMeta: 'yes' }, /^createAapHandler: `publicMeta` must be a boolean, got "yes"$/],
+      [{ runtime, agents: {} }, /^createAapHandler: `agents` must be an array of agent configs, got \{\}$/],
+      [{ runtime: {} }, /^createAapHandler: needs a `runtime`/],
+      [null, /^createAapHandler: options must be an object \{ runtime, \.\.\. \}, got null$/],
+    ];
+    for (const [opts, message] of cases) {
+      let thrown: unknown;
+      try {
+        createAapHandler(opts as never);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, String(message)).toBeInstanceOf(TurnstateError);
+      expect(thrown, String(message)).toMatchObject({ code: 'options.invalid', message: expect.stringMatching(message) });
     }
   });
 });

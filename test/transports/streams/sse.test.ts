@@ -1,5 +1,6 @@
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TurnstateError } from '../../../src/errors.js';
 import { MAX_TIMER_MS } from '../../../src/limits.js';
 import { createStreamsTransport } from '../../../src/transports/streams/index.js';
 import type { SessionEvent } from '../../../src/types.js';
@@ -195,7 +196,7 @@ describe('streams: createStreamsTransport refuses options it cannot use', () => 
   const runtime = createTravelRuntime();
   afterAll(async () => runtime.close());
   const refused = (opts: Record<string, unknown>, message: string): void => {
-    expect(() => createStreamsTransport({ runtime, ...opts }), message).toThrow(new TypeError(`createStreamsTransport: ${message}`));
+    expect(() => createStreamsTransport({ runtime, ...opts }), message).toThrow(expect.objectContaining({ name: 'TurnstateError', code: 'options.invalid', message: `createStreamsTransport: ${message}` }));
   };
   const range = (min: number): string => `an integer from ${min} to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days)`;
 
@@ -230,6 +231,31 @@ describe('streams: createStreamsTransport refuses options it cannot use', () => 
 
   it('streams:options:unknown — "a misspelt option is refused naming it and the option it resembles, never ignored": heartbeatMS did not set the heartbeat, silently', () => {
     refused({ heartbeatMS: 1000 }, '`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are runtime, authenticate, webRoot, maxBufferedBytes, heartbeatMs, retryMs, maxFrameBytes, allowedOrigins');
-    expect(() => createStreamsTransport({ runtime, cors: '*' } as never)).toThrow(/^createStreamsTransport: `cors` is not an option; the options are /);
+    expect(() => createStreamsTransport({ runtime, cors: '*' } as never)).toThrow(
+      expect.objectContaining({ code: 'options.invalid', message: expect.stringMatching(/^createStreamsTransport: `cors` is not an option; the options are /) }),
+    );
+  });
+
+  it('streams:options:code — "one code for a factory given an option it cannot use": every refusal of createStreamsTransport (allowedOrigins and a missing runtime included) is TurnstateError options.invalid, not a bare TypeError, its message starting createStreamsTransport: and naming the option', () => {
+    const cases: [unknown, RegExp][] = [
+      [{ runtime, retryMS: 10 }, /^createStreamsTransport: `retryMS` is not an option \(did you mean `retryMs`\?\)/],
+      [{ runtime, heartbeatMs: '1000' }, /^createStreamsTransport: heartbeatMs must be an integer from 100 to \d+ .*, got "1000"$/],
+      [{ runtime, maxBufferedBytes: Number.NaN }, /^createStreamsTransport: maxBufferedBytes must be an integer of at least 1, got NaN$/],
+      [{ runtime, allowedOrigins: 'everyone' }, /^createStreamsTransport: allowedOrigins must be an array of origins or '\*', got "everyone"$/],
+      [{ runtime, allowedOrigins: ['https://app.example.com/path'] }, /^createStreamsTransport: allowedOrigins: "https:\/\/app\.example\.com\/path" is not an origin/],
+      [{}, /^createStreamsTransport: needs a `runtime` \(createRuntime\(\)\)$/],
+      [{ runtime: null }, /^createStreamsTransport: needs a `runtime` \(createRuntime\(\)\)$/],
+      [undefined, /^createStreamsTransport: options must be an object \{ runtime, \.\.\. \}, got undefined$/],
+    ];
+    for (const [opts, message] of cases) {
+      let thrown: unknown;
+      try {
+        createStreamsTransport(opts as never);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, String(message)).toBeInstanceOf(TurnstateError);
+      expect(thrown, String(message)).toMatchObject({ code: 'options.invalid', message: expect.stringMatching(message) });
+    }
   });
 });
