@@ -219,8 +219,14 @@ export interface SessionRuntime {
   agentCard(actorName: string): AgentCard;
   /** Throws TurnstateError('actor.unknown') for an unregistered actor, as agentCard does. */
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
-  /** A session by id (reactivated from the store if passivated), or undefined. */
+  /** A session by id (reactivated from the store if passivated), or undefined (also once the runtime is closed: see `closed`). */
   session(id: string): Promise<SessionHandle | undefined>;
+  /**
+   * True once `close()` was called. A session the runtime no longer hands out is then not
+   * missing: transports answer `runtime.closed` (HTTP 503, retry against another instance), never
+   * `session.not_found`.
+   */
+  readonly closed: boolean;
   listSessions(filter?: { tenantId?: string }): Promise<SessionRecord[]>;
   deleteSession(id: string): Promise<boolean>;
   /** Answer an approval knowing only its id (channels that carry no session id). */

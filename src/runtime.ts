@@ -148,6 +148,9 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
     get liveSessions() {
       return sessions.liveCount;
     },
+    get closed() {
+      return sessions.closed;
+    },
     passivateIdle: () => passivateIdle(0),
 
     agentCard: (actorName: string) => agentCard(registries, actorName),

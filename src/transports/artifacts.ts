@@ -98,6 +98,8 @@ export function createArtifactsTransport(opts: ArtifactsTransportOptions): HttpT
       if (principal === undefined) return undefined; // answered (401/403)
       tenantOk = (tenantId) => sameTenant(principal, tenantId);
     }
+    // Closed: nothing is missing, it is refused as every call of a closed runtime is (503, retry elsewhere).
+    if (runtime.closed) return new HttpError(503, 'runtime.closed', 'the runtime is closed');
     const record = artifacts.head(id);
     if (record === undefined || !tenantOk(record.tenantId)) return notFound();
     // The session that put it, not another of the same id and another tenant (an id reused after a delete).

@@ -9,6 +9,7 @@
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { TurnstateError } from '../errors.js';
+import type { SessionHandle, SessionRuntime } from '../api.js';
 import type { Principal } from '../types.js';
 import type { Authenticate } from './types.js';
 
@@ -416,6 +417,21 @@ export async function authenticateRequest(
 /** Whether a principal may see a session of the given tenant (absent tenants match each other only). */
 export function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
   return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
+}
+
+/**
+ * The session if it exists and belongs to the principal's tenant; undefined otherwise, so a
+ * session of another tenant is indistinguishable from a missing one. Once the runtime is closed
+ * nothing is missing: every session is refused with `runtime.closed` (503), as every other call
+ * of a closed runtime is, so a client retries elsewhere instead of taking the session for gone.
+ */
+export async function visibleSession(runtime: SessionRuntime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
+  const session = await runtime.session(sessionId);
+  if (session === undefined) {
+    if (runtime.closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
+    return undefined;
+  }
+  return sameTenant(principal, session.record.tenantId) ? session : undefined;
 }
 
 /* ------------------------------------------------------------------ SSE */

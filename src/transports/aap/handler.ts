@@ -18,6 +18,7 @@ import {
   readJsonBody,
   requestUrl,
   sameTenant,
+  visibleSession,
   sendError,
   sendJson,
   sendNoContent,
@@ -82,10 +83,10 @@ export function createAapHandler(opts: AapOptions): AapHandler {
 
   const principalOf = async (ctx: RequestCtx): Promise<Principal | undefined> => authenticateRequest(ctx.req, ctx.res, opts.authenticate);
 
-  /** The session if it exists and belongs to the principal's tenant; else 404. */
+  /** The session if it exists and belongs to the principal's tenant; else 404 (503 `runtime.closed` once the runtime is closed). */
   const sessionFor = async (id: string, principal: Principal): Promise<SessionHandle> => {
-    const handle = await runtime.session(id);
-    if (handle === undefined || !sameTenant(principal, handle.record.tenantId)) {
+    const handle = await visibleSession(runtime, principal, id);
+    if (handle === undefined) {
       throw new HttpError(404, 'session.not_found', `session "${id}" not found`);
     }
     return handle;

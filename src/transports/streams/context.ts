@@ -4,8 +4,6 @@
  */
 import type { SessionHandle, SessionRuntime } from '../../api.js';
 import { cursorAheadProblem } from '../../limits.js';
-import type { Principal } from '../../types.js';
-import { sameTenant } from '../http.js';
 import type { Authenticate } from '../types.js';
 import type { EventCodec } from './codec.js';
 import type { SessionHub } from './hub.js';
@@ -53,16 +51,6 @@ export function notePeak(ctx: StreamsContext, peak: number): void {
 /** The one refusal for a session that does not exist and a session of another tenant. */
 export function sessionNotFoundMessage(sessionId: string): string {
   return `session "${sessionId}" not found`;
-}
-
-/**
- * The session if it exists and belongs to the principal's tenant; undefined otherwise, so a
- * session of another tenant is indistinguishable from a missing one.
- */
-export async function visibleSession(runtime: SessionRuntime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
-  const session = await runtime.session(sessionId);
-  if (session === undefined || !sameTenant(principal, session.record.tenantId)) return undefined;
-  return session;
 }
 
 /**

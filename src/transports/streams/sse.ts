@@ -14,8 +14,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
-import { HttpError, SSE_HEADERS, authenticateRequest, formatSseComment, requestUrl, sendError } from '../http.js';
-import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, visibleSession } from './context.js';
+import { authenticateRequest, formatSseComment, HttpError, requestUrl, sendError, SSE_HEADERS, visibleSession } from '../http.js';
+import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
 import { type Follow, follow } from './follow.js';
 import { BoundedSubscriber } from './subscriber.js';
 
