@@ -47,9 +47,9 @@ Options for serve:
                     TURNSTATE_PASSIVATE_AFTER_MS)
   --allow-host <names>
                     Comma-separated host names (agents.internal) requests may be addressed to
-                    besides localhost, 127.0.0.1 and [::1]; other Hosts are refused with 403,
-                    against DNS rebinding ("*": any; env TURNSTATE_ALLOWED_HOSTS). Bound to a
-                    non-loopback --host, any Host is answered unless this is given
+                    besides localhost, *.localhost, 127.0.0.1 and [::1]; other Hosts are refused
+                    with 403, against DNS rebinding ("*": any; env TURNSTATE_ALLOWED_HOSTS). Bound
+                    to a non-loopback --host, any Host is answered unless this is given
   -h, --help        Show this help
   -v, --version     Show the version
 

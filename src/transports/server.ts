@@ -222,7 +222,7 @@ function hostCheck(bound: string, allowed: readonly string[] | '*' | undefined):
     return new HttpError(
       403,
       'host.forbidden',
-      `this server does not answer to host "${header}": bound to ${bound}, it answers to localhost, 127.0.0.1 and [::1]` +
+      `this server does not answer to host "${header}": bound to ${bound}, it answers to localhost, *.localhost, 127.0.0.1 and [::1]` +
         `${extra.size > 1 ? ` and ${[...extra].filter((h) => h !== bound.toLowerCase()).join(', ')}` : ''}` +
         ' (a page reached through another name could be another site; add the name with allowedHosts / --allow-host)',
     );
