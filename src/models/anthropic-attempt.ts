@@ -43,6 +43,27 @@ export class Attempt {
   }
 
   /**
+   * The SDK middleware (`Middleware` of @anthropic-ai/sdk, whose shape this is: the file stays free
+   * of the SDK) of this attempt's request, given only with a watchdog: every chunk of the
+   * response body touches it. The SDK drops `ping` events before they reach the adapter, so
+   * without this a stream kept alive by pings alone (the API's keep-alive while the model works,
+   * e.g. on a tool's input) would read as silent.
+   */
+  readonly middleware = async <R>(request: R, next: (request: R) => Promise<Response>): Promise<Response> => {
+    const response = await next(request);
+    const body = response.body;
+    if (body === null) return response;
+    const touch = (): void => this.touch();
+    const seen = new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, out) {
+        touch();
+        out.enqueue(chunk);
+      },
+    });
+    return new Response(body.pipeThrough(seen), response);
+  };
+
+  /**
    * Fires `idleMs` after the last event, not after the last check: the timer wakes when the
    * silence would reach the limit and re-arms for what is left of it when an event came since.
    */

@@ -111,7 +111,7 @@ export function createAnthropicModel(options: AnthropicModelOptions = {}): Model
       const acc = new StreamAccumulator();
       try {
         const { data: sdkStream, response } = await client.messages
-          .create(params, { ...requestOptions, signal: run.signal })
+          .create(params, idleTimeout > 0 ? { ...requestOptions, signal: run.signal, middleware: [run.middleware] } : { ...requestOptions, signal: run.signal })
           .withResponse();
         const contentType = response.headers.get('content-type');
         if (!isEventStream(contentType)) {
@@ -245,7 +245,10 @@ function toModelError(e: unknown, signal: AbortSignal | undefined, secrets: read
       return new ModelError('model.stream_error', `model stream error (${type ?? 'unknown'}): ${apiMessage}`, { retryable, cause });
     }
     const retryAfterMs = parseRetryAfter(e.headers);
-    const [code, retryable] = codeForStatus(status, type);
+    const [code, byStatus] = codeForStatus(status, type);
+    // The API's own word wins over the status, as it does in the SDK's retries (turned off here).
+    const should = typeof e.headers?.get === 'function' ? e.headers.get('x-should-retry') : null;
+    const retryable = should === 'true' ? true : should === 'false' ? false : byStatus;
     return new ModelError(code, `model request failed (${status}${type ? ` ${type}` : ''}): ${apiMessage}`, {
       retryable,
       status,

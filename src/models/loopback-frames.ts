@@ -11,6 +11,9 @@ function frame(event: string, data: unknown): string {
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
+/** A keep-alive `ping` event, as the Messages API sends them. */
+export const PING_FRAME = frame('ping', { type: 'ping' });
+
 /** The in-stream `error` event a reply's `streamError` sends. */
 export function errorFrame(err: NonNullable<LoopbackReply['streamError']>): string {
   return frame('error', { type: 'error', error: { type: err.type ?? 'overloaded_error', message: err.message ?? 'Overloaded' } });

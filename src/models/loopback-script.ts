@@ -43,6 +43,11 @@ export interface LoopbackReply {
   dropAfterEvents?: number;
   /** Stop sending after this many events and keep the connection open (until the client goes). */
   stallAfterEvents?: number;
+  /**
+   * Pause once after this many events for `ms`, sending a `ping` every `pingEveryMs` meanwhile
+   * (none when unset): a model that keeps the connection alive while it works, then goes on.
+   */
+  pause?: { afterEvents: number; ms: number; pingEveryMs?: number };
   model?: string;
   id?: string;
 }
@@ -57,6 +62,8 @@ export interface LoopbackFailure {
   retryAfter?: number;
   /** `retry-after-ms` header. */
   retryAfterMs?: number;
+  /** `x-should-retry` header: the API's own word on whether a retry may succeed. */
+  shouldRetry?: boolean;
   delayMs?: number;
 }
 

@@ -14,7 +14,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { requestProblem } from './loopback-checks.js';
-import { buildFrames, errorFrame, messageBody } from './loopback-frames.js';
+import { PING_FRAME, buildFrames, errorFrame, messageBody } from './loopback-frames.js';
 import type { LoopbackFailure, LoopbackReply, LoopbackResponder, LoopbackTurn, RecordedRequest } from './loopback-script.js';
 
 export type {
@@ -177,12 +177,24 @@ export async function startLoopbackMessagesServer(opts: LoopbackServerOptions = 
     const stall = reply.stallAfterEvents;
     const err = reply.streamError;
     const delay = reply.eventDelayMs ?? 0;
+    let pause = reply.pause;
     let i = 0;
     let sent = 0;
     const step = (): void => {
       if (res.destroyed) return;
       let out = '';
       while (i < frames.length) {
+        if (pause !== undefined && sent >= pause.afterEvents) {
+          if (out.length > 0) res.write(out);
+          const { ms, pingEveryMs } = pause;
+          pause = undefined;
+          const pinger = pingEveryMs === undefined ? undefined : setInterval(() => res.destroyed || res.write(PING_FRAME), pingEveryMs);
+          setTimeout(() => {
+            if (pinger !== undefined) clearInterval(pinger);
+            step();
+          }, ms);
+          return;
+        }
         if (drop !== undefined && sent >= drop) {
           if (out.length > 0) res.write(out);
           // Flush what was written, then cut the connection without a clean end.
@@ -264,6 +276,7 @@ function sendError(res: ServerResponse, f: LoopbackFailure): void {
   };
   if (f.retryAfter !== undefined) headers['retry-after'] = String(f.retryAfter);
   if (f.retryAfterMs !== undefined) headers['retry-after-ms'] = String(f.retryAfterMs);
+  if (f.shouldRetry !== undefined) headers['x-should-retry'] = String(f.shouldRetry);
   res.writeHead(f.status, headers);
   res.end(text);
 }

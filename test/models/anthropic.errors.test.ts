@@ -191,6 +191,33 @@ describe('anthropic adapter: error mapping', () => {
     expect(events.length).toBeGreaterThan(0);
   });
 
+  it('models:error:x-should-retry — the API\'s `x-should-retry` header decides over the status, as in the SDK\'s own retries (which the adapter turns off): a 529 it says not to retry is not retried, a 400 it says to retry is', async () => {
+    r = await rig([{ fail: { status: 529, shouldRetry: false } }, ok()], { retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 1 } });
+    const refused = await collect(r.model.stream(request(), never()));
+    const e = asModelError(refused.error);
+    expect({ code: e.code, retryable: e.retryable, requests: r.server.requests.length }).toEqual({ code: 'model.overloaded', retryable: false, requests: 1 });
+    await r.server.close();
+    r = await rig([{ fail: { status: 400, shouldRetry: true } }, ok()], { retry: { retries: 2, baseDelayMs: 1, maxDelayMs: 1 } });
+    const retried = await collect(r.model.stream(request(), never()));
+    expect(retried.error).toBeUndefined();
+    expect(retried.events.at(-1)?.type).toBe('message.stop');
+    expect(r.server.requests).toHaveLength(2);
+  });
+
+  it('models:error:idle-pings — "abort when the stream delivers no event for this many ms": a `ping` is an event (the API\'s keep-alive while the model works); a pause filled with pings is not silence, the same pause without them is', async () => {
+    // 600 ms without a content event, idleTimeout 200: pings every 50 ms keep the attempt alive.
+    const pause = { afterEvents: 4, ms: 600 };
+    r = await rig([{ ...ok(), pingEvery: 0, pause: { ...pause, pingEveryMs: 50 } }], { idleTimeout: 200, retry: { retries: 0 } });
+    const alive = await collect(r.model.stream(request(), never()));
+    expect(alive.error).toBeUndefined();
+    expect(alive.events.at(-1)?.type).toBe('message.stop');
+    expect(r.server.requests).toHaveLength(1);
+    await r.server.close();
+    r = await rig([{ ...ok(), pingEvery: 0, pause }], { idleTimeout: 200, retry: { retries: 0 } });
+    const silent = await collect(r.model.stream(request(), never()));
+    expect(asModelError(silent.error).code).toBe('model.timeout');
+  });
+
   it(`models:options:idle-timeout — "idleTimeout is an integer from 0 (off) to ${MAX_TIMER_MS}": a string, NaN or a negative would leave a stalled stream unwatched, and a value past a timer's range fire after 1 ms; refused by createAnthropicModel naming idleTimeout and the value received`, () => {
     const range = `an integer from 0 to ${MAX_TIMER_MS} (milliseconds: the longest a timer can wait, about 24.8 days; 0: no idle limit)`;
     for (const [v, shown] of [['300', '"300"'], [Number.NaN, 'NaN'], [-1, '-1'], [2 ** 31, '2147483648'], [1.5, '1.5'], [Number.POSITIVE_INFINITY, 'Infinity']] as const) {
