@@ -9,7 +9,8 @@
  * its session wakes, a read bounded by that size, so an idle short session costs no memory here.
  *
  * A view is owned by one party at a time: the awake host (which appends to it as it commits) or
- * this cache (while the session sleeps). A session deleted, or whose write failed, is dropped.
+ * this cache (while the session sleeps). A session deleted, or whose write failed, is dropped;
+ * every view goes when the runtime closes (SessionDirectory.close).
  */
 import type { HistoryView } from '../machines/mailbox.js';
 import type { SessionStore } from '../machines/ports.js';
@@ -72,6 +73,12 @@ export class HistoryCache {
     if (v === undefined) return;
     this.views.delete(sessionId);
     this.held -= v.entries.length;
+  }
+
+  /** Drop every view (the runtime closes: a closed runtime still referenced holds no mailbox). */
+  clear(): void {
+    this.views.clear();
+    this.held = 0;
   }
 }
 

@@ -40,6 +40,11 @@ const stoppedError = (sessionId: string): TurnstateError =>
 /** `Journal.later` while a fan-out runs and nothing waits (never written to). */
 const FANNING: SessionEvent[] = [];
 
+/** The live subscribers' subject; a handed-over one says when its last subscriber leaves (`handOver`). */
+export class LiveSubject extends Subject<SessionEvent> {
+  whenUnobserved: (() => void) | undefined = undefined;
+}
+
 /** Events read from the store per page while replaying. */
 export const REPLAY_PAGE = 256;
 
@@ -53,7 +58,7 @@ export interface JournalOwner {
 
 export class Journal {
   /** Live subscribers' subject, made for the first one (most sessions are never followed). */
-  private live: Subject<SessionEvent> | null = null;
+  private live: LiveSubject | null = null;
   /** null, or a fan-out runs: FANNING, or what was published meanwhile and waits (see fanout). */
   private later: SessionEvent[] | null = null;
   private completed = false;
@@ -227,15 +232,20 @@ export class Journal {
    * host restored from the store adopts them (`adopt`), so they follow the session on. Each
    * subscriber resumes after the last seq it was given, so nothing is delivered twice or skipped
    * (the new host's log continues from what the store holds, which is what was published).
+   * `unobserved` runs when the last of them unsubscribes before a host adopts them (whoever holds
+   * them for that host lets them go: nobody is left to hand on).
    */
-  handOver(): Subject<SessionEvent> | null {
+  handOver(unobserved?: () => void): LiveSubject | null {
     const live = this.live;
     this.live = null;
-    return live?.observed ? live : null;
+    if (!live?.observed) return null;
+    live.whenUnobserved = unobserved;
+    return live;
   }
 
   /** Subscribers handed over by the host this one replaces (before anything is published here). */
-  adopt(live: Subject<SessionEvent>): void {
+  adopt(live: LiveSubject): void {
+    live.whenUnobserved = undefined;
     if (!live.observed) return;
     if (this.live === null && !this.completed) this.live = live;
     else live.complete();
@@ -295,9 +305,9 @@ export class Journal {
     this.live?.complete();
   }
 
-  private subject(): Subject<SessionEvent> {
+  private subject(): LiveSubject {
     if (!this.live) {
-      this.live = new Subject<SessionEvent>();
+      this.live = new LiveSubject();
       if (this.completed) this.live.complete();
     }
     return this.live;
@@ -335,7 +345,8 @@ export class Journal {
           sub.next(e);
         }
       };
-      const live = this.subject().subscribe({
+      const subject = this.subject();
+      const live = subject.subscribe({
         next: (e) => (replaying ? buffered.push(e) : deliver(e)),
         complete: () => sub.complete(),
       });
@@ -374,7 +385,11 @@ export class Journal {
       };
       if (afterSeq >= this.lastSeq) goLive();
       else next();
-      return () => live.unsubscribe();
+      return () => {
+        live.unsubscribe();
+        // Handed over and waiting for the session's next host: the last subscriber left.
+        if (!subject.observed) subject.whenUnobserved?.();
+      };
     });
   }
 

@@ -84,16 +84,16 @@ export class LiveMachine {
     return a;
   }
 
-  /** Keep only the persisted snapshot. With an inspector attached the actor stays live. */
-  sleep(): boolean {
-    // A compiled run is its snapshot: there is nothing live to put to sleep.
-    if (this.run) return !this.stopped;
-    if (!this.live || this.inspect || this.stopped) return false;
+  /**
+   * Keep only the persisted snapshot. With an inspector attached the actor stays live (the
+   * inspector sees one actor per session, not a new one per turn); a compiled run is its snapshot.
+   */
+  sleep(): void {
+    if (this.run || !this.live || this.inspect || this.stopped) return;
     this.dormant = this.persisted();
     this.persistedOf = this.persistedSnap = null;
     this.live.stop();
     this.live = null;
-    return true;
   }
 
   send(event: SessionMachineEvent): void {

@@ -7,11 +7,11 @@
  * (another create of it fails; a wake or a delete waits for it) and by a delete (nothing wakes
  * it; another delete waits).
  */
-import type { Subject } from 'rxjs';
 import type { ArtifactStore, SessionHandle, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { SessionEvent, SessionRecord } from '../types.js';
+import type { SessionRecord } from '../types.js';
+import type { LiveSubject } from './journal.js';
 import { SessionHost, type HostDeps, type HostState } from './session-host.js';
 import { SessionRef } from './session-ref.js';
 
@@ -41,9 +41,10 @@ export class SessionDirectory {
   /**
    * The events() subscribers of a session whose host gave way after a failed write, until the
    * session is woken again: its new host adopts them, so a failed write never ends a subscription
-   * (**store:failure:events-follow**). Completed when the session is deleted or the runtime closes.
+   * (**store:failure:events-follow**). Completed when the session is deleted or the runtime closes;
+   * dropped when the last of them unsubscribes (nobody is left to hand on).
    */
-  private readonly followers = new Map<string, Subject<SessionEvent>>();
+  private readonly followers = new Map<string, LiveSubject>();
   private sweepAt = 1024;
   private isClosed = false;
   private readonly store: SessionStore;
@@ -298,8 +299,11 @@ export class SessionDirectory {
 
   /** A host that gives way hands its live subscribers to the session's next host (see `followers`); whether it had any. */
   private parkFollowers(host: SessionHost): boolean {
-    const live = host.journal.handOver();
-    if (live) this.followers.set(host.id, live);
+    const id = host.id;
+    const live = host.journal.handOver(() => {
+      if (this.followers.get(id) === live) this.followers.delete(id);
+    });
+    if (live) this.followers.set(id, live);
     return live !== null;
   }
 
@@ -324,6 +328,9 @@ export class SessionDirectory {
     this.handles.clear();
     this.dormant.clear();
     this.followers.clear();
+    // After the hosts stopped (a stopping host hands its mailbox to the cache): a closed runtime
+    // that is still referenced keeps no conversation in memory.
+    this.deps.historyCache?.clear();
   }
 
   private putDormant(id: string): void {

@@ -114,7 +114,9 @@ export class SessionHost implements SessionHandle, LoopOwner {
     if (this.busy || this.closed) return;
     // An idle session keeps no model controller (with its signal ~400 B); its next turn makes a new one.
     this.abortCtl = null;
-    if (this.machine.sleep()) this.journal.forget();
+    this.machine.sleep();
+    // Even when the machine stays live (inspected): the mailbox goes to the history cache, within its budget.
+    this.journal.forget();
   }
 
   /* ------------------------------------------------------------ SessionHandle */
