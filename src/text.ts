@@ -11,3 +11,23 @@
 export function pairSafeEnd(text: string, max: number): number {
   return max > 0 && (text.charCodeAt(max - 1) & 0xfc00) === 0xd800 ? max - 1 : max;
 }
+
+/**
+ * `text` cut to at most `max` UTF-16 code units for echoing back in an error message, `…` marking
+ * a cut: the cut never splits a surrogate pair (see pairSafeEnd), and any lone surrogate the text
+ * itself holds is replaced (see wellFormed), so the echo always has a UTF-8 form.
+ */
+export function clipForEcho(text: string, max: number): string {
+  return wellFormed(text.length > max ? `${text.slice(0, pairSafeEnd(text, max))}…` : text);
+}
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * `text` with every lone surrogate replaced by U+FFFD (as `String.prototype.toWellFormed`): for
+ * messages built from text we do not control, e.g. a JSON parser's, which names an unexpected
+ * character by one UTF-16 code unit, half of an emoji.
+ */
+export function wellFormed(text: string): string {
+  return text.replace(LONE_SURROGATE, '\ufffd');
+}

@@ -6,9 +6,11 @@
  * Contract: every helper here that writes a response writes it completely (headers + body)
  * or not at all; none throws after headers are sent.
  */
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { TurnstateError } from '../errors.js';
+import { wellFormed } from '../text.js';
 import type { SessionHandle, SessionRuntime } from '../api.js';
 import type { Principal } from '../types.js';
 import type { Authenticate } from './types.js';
@@ -267,8 +269,9 @@ function tooLarge(maxBytes: number, close: boolean): HttpError {
 /**
  * Reads and parses a JSON body. 413 `body.too_large` over the limit; 415 `body.unsupported_media_type`
  * when a content-type other than JSON is declared, or none for a non-empty body (a cross-site page
- * can send a body without one and no preflight); 400 `body.invalid_json` naming the parse error;
- * an empty body is `undefined` unless `required`, then 400 `body.missing`.
+ * can send a body without one and no preflight); 400 `body.invalid_json` naming the parse error
+ * (well-formed), or a body that is not UTF-8 (never decoded to U+FFFD; a leading BOM is kept, a
+ * parse error); an empty body is `undefined` unless `required`, then 400 `body.missing`.
  */
 export async function readJsonBody(
   req: IncomingMessage,
@@ -287,10 +290,12 @@ export async function readJsonBody(
   if (type === undefined || type === '') {
     throw new HttpError(415, 'body.unsupported_media_type', 'a request body needs content-type: application/json');
   }
+  // Checked, not decoded lossily: a body that is not UTF-8 would be applied with U+FFFD in it.
+  if (!isUtf8(raw)) throw new HttpError(400, 'body.invalid_json', 'request body is not valid UTF-8: JSON must be UTF-8 (RFC 8259)', { path: '' });
   try {
     return JSON.parse(raw.toString('utf8')) as unknown;
   } catch (e) {
-    throw new HttpError(400, 'body.invalid_json', `request body is not valid JSON: ${(e as Error).message}`, { path: '' });
+    throw new HttpError(400, 'body.invalid_json', `request body is not valid JSON: ${wellFormed((e as Error).message)}`, { path: '' });
   }
 }
 

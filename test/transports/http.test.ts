@@ -70,6 +70,44 @@ describe('readJsonBody', () => {
     expect((await empty.json()).error.code).toBe('body.missing');
   });
 
+  it('http:body:400-well-formed — body.invalid_json carries "the parser\'s message (any unpaired surrogate in it replaced by U+FFFD)"', async () => {
+    handler = async (req, res) => sendJson(res, 200, { got: await readJsonBody(req, { required: true }) });
+    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '😀' });
+    expect(r.status).toBe(400);
+    const e = (await r.json()).error;
+    expect(e.code).toBe('body.invalid_json');
+    expect(e.message).toBe('request body is not valid JSON: Unexpected token \'\ufffd\', "😀" is not valid JSON');
+  });
+
+  it('http:body:400-utf8 — "a body that is not UTF-8 (RFC 8259 §8.1 ...): nothing is stored with U+FFFD in its place"; a leading BOM stays malformed JSON', async () => {
+    const got: unknown[] = [];
+    handler = async (req, res) => {
+      const body = await readJsonBody(req, { required: true });
+      got.push(body);
+      sendJson(res, 200, { got: body });
+    };
+    const bytes = Buffer.concat([Buffer.from('{"t":"'), Buffer.from([0x41, 0xc3, 0x28, 0xff, 0xed, 0xa0, 0x80, 0x5a]), Buffer.from('"}')]);
+    const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes });
+    expect(r.status).toBe(400);
+    expect((await r.json()).error).toEqual({
+      code: 'body.invalid_json',
+      message: 'request body is not valid UTF-8: JSON must be UTF-8 (RFC 8259)',
+      path: '',
+    });
+    // A surrogate encoded in UTF-8 (CESU) alone is refused too.
+    const cesu = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat([Buffer.from('["'), Buffer.from([0xed, 0xa0, 0xbd]), Buffer.from('"]')]) });
+    expect(cesu.status).toBe(400);
+    expect((await cesu.json()).error.message).toBe('request body is not valid UTF-8: JSON must be UTF-8 (RFC 8259)');
+    expect(got).toEqual([]);
+    // As before: a byte order mark is not skipped.
+    const bom = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d]) });
+    expect(bom.status).toBe(400);
+    expect((await bom.json()).error.code).toBe('body.invalid_json');
+    // Well-formed multibyte text passes untouched.
+    const ok = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"t":"é😀"}' });
+    expect(await ok.json()).toEqual({ got: { t: 'é😀' } });
+  });
+
   it('http:body:415 — a declared non-JSON content type is a 415', async () => {
     handler = async (req, res) => sendJson(res, 200, { got: await readJsonBody(req) });
     const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });

@@ -389,13 +389,16 @@ function pendingIds(snap: SessionSnapshot): string[] {
   return [...snap.pendingApprovals.map((a) => a.callId), ...snap.pendingClientCalls.map((c) => c.callId)];
 }
 
-/** Text of a string or text-block content; other blocks are refused (the agent declares no image input). */
+/**
+ * Text of a string or text-block content: every text block, an empty one too, joined by "\n"
+ * (docs/transports/aap.md); other blocks are refused (the agent declares no image input).
+ */
 function textOf(content: string | AapContentBlock[], path: string): string {
   if (typeof content === 'string') return content;
-  let out = '';
+  const texts: string[] = [];
   content.forEach((b, j) => {
     if (b.type === 'text' && typeof (b as { text?: unknown }).text === 'string') {
-      out += out === '' ? b.text : `\n${b.text}`;
+      texts.push(b.text);
       return;
     }
     throw new HttpError(
@@ -405,5 +408,5 @@ function textOf(content: string | AapContentBlock[], path: string): string {
       { path: `${path}/${j}` },
     );
   });
-  return out;
+  return texts.join('\n');
 }

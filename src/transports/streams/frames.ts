@@ -9,11 +9,15 @@
  * would refuse, the code that API gives the same mistake (`cursor.invalid` as
  * `session.events(afterSeq)`, `message.invalid` and `message.invalid_consumes` as `send()`,
  * `approval.invalid` as `answerApproval()`), so one mistake has one code on every channel.
- * Any client frame may carry `ref` (a string of at most 128 characters or a finite number);
- * every reply to that frame echoes it.
+ * Any client frame may carry `ref` (a string of at most 128 UTF-16 code units or a finite number);
+ * every reply to that frame echoes it. Every length limit here counts UTF-16 code units
+ * (`String.length`: an emoji counts 2), as docs/concepts/approvals.md does for a reason. Text of
+ * the frame echoed in an error is cut without splitting a surrogate pair (clipForEcho), and the
+ * JSON parser's message is made well-formed: an error frame always has a UTF-8 form.
  */
 import { MAX_APPROVAL_REASON_CHARS } from '../../limits.js';
 import type { SurfaceAction } from '../../registries/surface-actions.js';
+import { clipForEcho, wellFormed } from '../../text.js';
 import type { SessionEvent } from '../../types.js';
 
 export const SUBPROTOCOL = 'turnstate.v1';
@@ -55,6 +59,8 @@ export const SLOW_CONSUMER_REASON = 'slow consumer: resume from last seq';
 
 export type FrameResult = { ok: true; frame: ClientFrame } | { ok: false; code: string; message: string; ref?: Ref };
 
+/** Length limits, in UTF-16 code units (`String.length`). */
+const MAX_REF = 128;
 const MAX_ID = 256;
 const MAX_REASON = MAX_APPROVAL_REASON_CHARS;
 const MAX_CONSUMES = 64;
@@ -86,7 +92,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
   try {
     value = JSON.parse(buf.toString('utf8'));
   } catch (e) {
-    return fail('frame.invalid_json', `frame is not valid JSON: ${(e as Error).message}`);
+    return fail('frame.invalid_json', `frame is not valid JSON: ${wellFormed((e as Error).message)}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return fail('frame.invalid', `a frame must be a JSON object, got ${Array.isArray(value) ? 'an array' : typeof value === 'object' ? 'null' : typeof value}`);
@@ -95,10 +101,10 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
   const refValue = obj.ref;
   let ref: Ref | undefined;
   if (refValue !== undefined) {
-    if ((typeof refValue === 'string' && refValue.length <= 128) || (typeof refValue === 'number' && Number.isFinite(refValue))) {
+    if ((typeof refValue === 'string' && refValue.length <= MAX_REF) || (typeof refValue === 'number' && Number.isFinite(refValue))) {
       ref = refValue;
     } else {
-      return fail('frame.invalid', '/ref must be a string of at most 128 characters or a finite number');
+      return fail('frame.invalid', `/ref must be a string of at most ${MAX_REF} UTF-16 code units (an emoji counts 2) or a finite number`);
     }
   }
   const type = obj.type;
@@ -138,7 +144,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       const consumes = obj.consumes;
       if (consumes === undefined) return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text }) };
       if (!Array.isArray(consumes) || consumes.length > MAX_CONSUMES || !consumes.every((c) => typeof c === 'string' && c !== '' && c.length <= MAX_ID)) {
-        return fail('message.invalid_consumes', `/consumes must be an array of at most ${MAX_CONSUMES} part type names`, ref);
+        return fail('message.invalid_consumes', `/consumes must be an array of at most ${MAX_CONSUMES} part type names, each a non-empty string of at most ${MAX_ID} UTF-16 code units`, ref);
       }
       return { ok: true, frame: withRef({ type: 'send' as const, sessionId, text, consumes: consumes as string[] }) };
     }
@@ -154,7 +160,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
       }
       if (obj.reason !== undefined) {
         if (typeof obj.reason !== 'string' || obj.reason.length > MAX_REASON) {
-          return fail('approval.invalid', `/reason must be a string of at most ${MAX_REASON} characters`, ref);
+          return fail('approval.invalid', `/reason must be a string of at most ${MAX_REASON} UTF-16 code units (an emoji counts 2)`, ref);
         }
         frame.reason = obj.reason;
       }
@@ -189,7 +195,7 @@ export function parseClientFrame(data: Buffer | ArrayBuffer | Buffer[], isBinary
 function id(obj: Record<string, unknown>, key: string): string | { message: string } {
   const v = obj[key];
   if (typeof v !== 'string' || v === '' || v.length > MAX_ID) {
-    return { message: `/${key} must be a non-empty string of at most ${MAX_ID} characters` };
+    return { message: `/${key} must be a non-empty string of at most ${MAX_ID} UTF-16 code units (an emoji counts 2)` };
   }
   return v;
 }
@@ -198,8 +204,9 @@ function fail(code: string, message: string, ref?: Ref): FrameResult {
   return ref === undefined ? { ok: false, code, message } : { ok: false, code, message, ref };
 }
 
+/** Client text echoed in an error: at most 40 UTF-16 code units, never half a surrogate pair. */
 function truncate(s: string): string {
-  return s.length > 40 ? s.slice(0, 40) + '…' : s;
+  return clipForEcho(s, 40);
 }
 
 /** Encodes a control frame (events use the codec's cached frames). */

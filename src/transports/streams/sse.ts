@@ -14,6 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
+import { clipForEcho } from '../../text.js';
 import { authenticateRequest, formatSseComment, HttpError, requestUrl, sendError, SSE_HEADERS, visibleSession } from '../http.js';
 import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
 import { type Follow, follow } from './follow.js';
@@ -23,11 +24,11 @@ const HEARTBEAT = Buffer.from(formatSseComment('heartbeat'), 'utf8');
 /** How long an ended response may take to flush before its socket is destroyed. */
 const END_GRACE_MS = 5_000;
 
-/** Parses a resume cursor: a non-negative integer seq. */
+/** Parses a resume cursor: a non-negative integer seq. A refusal echoes at most 40 UTF-16 code units of it, never half a surrogate pair. */
 export function parseCursor(raw: string | undefined, source: string): number | undefined {
   if (raw === undefined || raw === '') return undefined;
   if (!/^\d{1,15}$/.test(raw.trim())) {
-    throw new HttpError(400, 'cursor.invalid', `${source} must be a non-negative integer seq, got "${raw.slice(0, 40)}"`);
+    throw new HttpError(400, 'cursor.invalid', `${source} must be a non-negative integer seq, got "${clipForEcho(raw, 40)}"`);
   }
   return Number(raw.trim());
 }

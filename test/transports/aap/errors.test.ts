@@ -88,6 +88,35 @@ describe('malformed and schema-breaking bodies', () => {
     expectError(r, 400, 'content.unsupported', '/messages/0/content/1');
   });
 
+  it('aap:request:text-blocks-joined — "the texts of every block, an empty one too, joined by \\n; several user messages are joined by \\n\\n"', async () => {
+    const cases: [unknown[], string][] = [
+      [[{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }] }], 'a\nb'],
+      [[{ role: 'user', content: [{ type: 'text', text: '' }, { type: 'text', text: 'b' }] }], '\nb'],
+      [[{ role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: '' }] }], 'a\n'],
+      [[{ role: 'user', content: [{ type: 'text', text: '' }, { type: 'text', text: '' }, { type: 'text', text: 'c' }] }], '\n\nc'],
+      [[{ role: 'user', content: '' }, { role: 'user', content: 'b' }], '\n\nb'],
+    ];
+    for (const [messages, text] of cases) {
+      const sid = await createSession(h.url);
+      const r = await turn(h.url, sid, { messages });
+      expect(r.status).toBe(200);
+      const started = (await h.runtime.history(sid)).filter((e) => e.type === 'turn.started');
+      expect(started.map((e) => (e as { input: { text: string } }).input.text)).toEqual([text]);
+    }
+  });
+
+  it('aap:request:invalid-utf8 — "a body that is not UTF-8 ... nothing is stored with U+FFFD in its place": a 400 body.invalid_json naming the byte, and nothing of it is applied', async () => {
+    const sid = await createSession(h.url);
+    const before = await h.runtime.history(sid);
+    const body = Buffer.concat([Buffer.from('{"messages":[{"role":"user","content":"'), Buffer.from([0x41, 0xc3, 0x28, 0xff, 0xed, 0xa0, 0x80, 0x5a]), Buffer.from('"}]}')]);
+    const res = await fetch(`${h.url}/sessions/${sid}/turns`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const r = { status: res.status, json: await res.json() };
+    expectError(r, 400, 'body.invalid_json', '');
+    expect(r.json.error.message).toBe('request body is not valid UTF-8: JSON must be UTF-8 (RFC 8259)');
+    expect(await h.runtime.history(sid)).toEqual(before);
+    expect(h.model.requests.some((q) => JSON.stringify(q.messages).includes('\ufffd'))).toBe(false);
+  });
+
   it('aap:request:missing-body — an empty body is a 400', async () => {
     const sid = await createSession(h.url);
     const r = await api(h.url, `/sessions/${sid}/turns`, { body: '' });
