@@ -22,6 +22,9 @@
  *   (`store.write_failed`) says the answer is recorded and what else landed (the approved call's
  *   run, its outcome), and the host gives way to one restored from the store, where recovery
  *   finishes what did not land (**store:failure:approval-answer-truthful**).
+ * - A host stopped while it applies an answer is no failed write: the runtime closed
+ *   (`runtime.closed`, saying whether the answer is recorded and what recovery does) or the
+ *   session was deleted (`session.not_found`: nothing of it remains) (**approvals:property:close-race**).
  */
 import { TurnstateError } from '../errors.js';
 import { MAX_APPROVAL_REASON_CHARS, MAX_PRINCIPAL_JSON_CHARS } from '../limits.js';
@@ -89,7 +92,7 @@ export async function resolveApproval(
   const { store, canAnswerApproval, clock } = core.deps;
   const by = principalCopy(given);
   const notFound = (): AnswerResult => ({ ok: false, code: 'approval.not_found', message: `no approval ${approvalId} in session ${core.id}` });
-  const record = await store.getApproval(approvalId);
+  const record = await asRuntime(core, () => store.getApproval(approvalId));
   if (!record || record.sessionId !== core.id) return notFound();
   // Also once resolved: `already_resolved` carries the record (its args, who answered), which a
   // principal that may not answer must not read.
@@ -107,6 +110,8 @@ export async function resolveApproval(
   try {
     res = await store.resolveApproval(approvalId, resolution);
   } catch (err) {
+    // Closed meanwhile: the store's `store.closed` is the runtime's `runtime.closed`.
+    if (core.closed) throw runtimeClosedAnswering(approvalId, 'the answer may not be recorded: answer it again once the runtime is open (a recorded one is reported as approval.already_resolved)', err);
     // A store's own error (SQLite: store.write_failed naming its cause) as it is; anything else named.
     if (err instanceof TurnstateError) throw err;
     throw new TurnstateError(
@@ -155,10 +160,59 @@ export async function applyAnswer(s: AnsweringSession, record: ApprovalRecord): 
     if (await applyResolution(s, t, record, progress)) s.answered(t!);
     s.journal.barrier();
   } catch (err) {
+    // Stopped while it applied the answer (the runtime closed, the session was deleted): no write failed.
+    if (s.closed) throw await answerCutByStop(s, record, progress, err);
     // The host is ahead of the store (the answer applied in memory): a fresh one is woken from it on next use.
     s.writeFailed();
     throw answerNotWritten(s.id, s.journal, record, progress, err);
   }
+}
+
+/** What `read` reads, with the store's error once the runtime closed (`store.closed`) as the runtime's. */
+async function asRuntime<T>(core: HostCore, read: () => T | Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (err) {
+    if (core.closed) throw runtimeClosedAnswering('', 'nothing was answered', err);
+    throw err;
+  }
+}
+
+function runtimeClosedAnswering(approvalId: string, what: string, cause: unknown): TurnstateError {
+  return new TurnstateError('runtime.closed', `the runtime closed while ${approvalId === '' ? 'an approval' : `approval ${approvalId}`} was answered: ${what}`, { cause });
+}
+
+/**
+ * The error for an answer the store recorded whose host stopped before it was applied: the
+ * session was deleted (nothing of it remains: `session.not_found`), or the runtime closed
+ * (`runtime.closed`): what landed, and what recovery does with the rest.
+ */
+async function answerCutByStop(s: AnsweringSession, record: ApprovalRecord, p: AnswerProgress, err: unknown): Promise<TurnstateError> {
+  // Deleted: the store holds no record; closed: it holds it, or cannot be read any more.
+  const stored = await Promise.resolve()
+    .then(() => s.deps.store.getApproval(record.approvalId))
+    .catch(() => record);
+  if (stored === undefined) {
+    return new TurnstateError('session.not_found', `session ${s.id} was deleted while the answer to approval ${record.approvalId} was applied: nothing of it remains, and ${record.tool} (call ${record.callId}) did not run`, {
+      cause: err,
+      details: { sessionId: s.id, approvalId: record.approvalId },
+    });
+  }
+  const decision = record.resolution?.decision ?? record.status;
+  const call = `${record.tool} (call ${record.callId})`;
+  const rest =
+    decision !== 'approved' || !p.waited
+      ? 'recovery applies it'
+      : p.ran
+        ? `${call} was started; if its outcome was not recorded, the model is told it is unknown and it is not run again`
+        : p.resolvedSeq > 0 && s.journal.seq >= p.resolvedSeq
+          ? `${call} did not run, but its approval was recorded as applied: after a restart the model is told its outcome is unknown (it is not run)`
+          : `${call} has not run: recovery runs it`;
+  return new TurnstateError(
+    'runtime.closed',
+    `approval ${record.approvalId} is answered (${decision}) and the answer is recorded: answering again gets approval.already_resolved. The runtime closed while the answer was applied; ${rest} (runtime.recover(), or the session's next use, after a restart)`,
+    { cause: err, details: { sessionId: s.id, approvalId: record.approvalId, callId: record.callId, decision, answerRecorded: true, callRan: p.ran } },
+  );
 }
 
 /** The error for an answer the store recorded whose later write failed: what landed, and what becomes of the rest. */
@@ -203,8 +257,15 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
     via: resolution.via,
     ...(resolution.reason ? { reason: resolution.reason } : {}),
   });
-  await journal.commit({ events: [resolved] });
+  // Not awaited when the store takes it at once (group commit, a synchronous store): from here to
+  // the approved handler's start nothing else runs, so a close() or a delete cannot land between
+  // approval.resolved and the call it allows, which a restart would then report unknown although
+  // it never ran (approvals:property: an approved call's handler runs exactly once).
+  const written = journal.commit({ events: [resolved] });
+  if (written !== undefined) await written;
   if (progress) progress.resolvedSeq = resolved.seq;
+  // An asynchronous store's write awaited: stopped meanwhile, the call does not start.
+  if (core.closed) throw new TurnstateError('session.stopped', `session ${core.id} stopped before ${record.tool} (call ${record.callId}) ran`);
   if (!t || t.turnId !== record.turnId || !t.pending.has(record.callId)) return false;
   if (progress) progress.waited = true;
   t.pending.delete(record.callId);
