@@ -37,28 +37,28 @@ import type { Registries } from './registries/types.js';
 export type { RuntimeLimits } from './limits.js';
 
 export interface SendOptions {
-  principal?: Principal;
+  principal?: Principal | undefined;
   /** Tools declared by the client for this turn (AAP client-side tools): calls stop the turn. */
-  clientTools?: ClientTool[];
+  clientTools?: ClientTool[] | undefined;
   /** Tool names a client has marked trusted for this session (AAP `trust: true`): standing approvals. */
-  standingApprovals?: string[];
+  standingApprovals?: string[] | undefined;
   /** Restrict the acting actors' server tools to these names (AAP per-session `agent.tools`). */
-  enabledTools?: string[];
+  enabledTools?: string[] | undefined;
   /** How a client enables a tool left out of `enabledTools` (`{tool}` stands for its name): told to the model when it calls one. */
-  howToEnableTools?: string;
+  howToEnableTools?: string | undefined;
   /**
    * Part types the originator of this turn consumes (what its Agent Card's `consumes` says):
    * `['llm-context']` declares a peer LLM, and the turn's envelope gets one llm-context part.
    * Unknown part types are refused (TurnstateError 'message.invalid_consumes').
    */
-  consumes?: readonly string[];
+  consumes?: readonly string[] | undefined;
   /**
    * The originator's Agent Card (an A2A peer): the `consumes` of its parts extension count as
    * `consumes`. Only that extension is read, so a partial card is enough.
    */
-  callerCard?: Partial<AgentCard>;
+  callerCard?: { [K in keyof AgentCard]?: AgentCard[K] | undefined } | undefined;
   /** @deprecated Use `consumes: ['llm-context']` (this is folded into it). */
-  consumesLlmContext?: boolean;
+  consumesLlmContext?: boolean | undefined;
 }
 
 /** A turn's tool settings (SendOptions' subset) that can change while the turn runs. */
@@ -102,7 +102,7 @@ export interface TurnRef {
 /** Anything entering a turn from outside the model. */
 export type Injection =
   /** Result of a client-side tool (AAP `tool` message). */
-  | { kind: 'client-tool-result'; callId: string; content: string; isError?: boolean; principal?: Principal }
+  | { kind: 'client-tool-result'; callId: string; content: string; isError?: boolean | undefined; principal?: Principal | undefined }
   /** A peer's envelope resuming a `delegated` turn. */
   | { kind: 'peer-envelope'; envelope: Envelope }
   /** Resume a consumer-registered held state by its `resumeOn` name. */
@@ -134,7 +134,7 @@ export interface SessionHandle {
   /** The same path for every channel; the first answer wins. */
   answerApproval(
     approvalId: string,
-    answer: { approved: boolean; reason?: string },
+    answer: { approved: boolean; reason?: string | undefined },
     by: Principal,
     via: string,
   ): Promise<AnswerResult>;
@@ -170,42 +170,42 @@ export interface SessionHandle {
 export interface RuntimeOptions {
   model: ModelPort;
   /** A second, faster model for llm-context translation (defaults to `model`). */
-  contextModel?: ModelPort;
+  contextModel?: ModelPort | undefined;
   /**
    * Where tools' artifacts are kept (default: in memory, minting ids and `createdAt` with this
    * runtime's `newId` and `now`; `turnstate serve`: files under its data directory). A store
    * passed here keeps its own clock and ids: give it the same `now` and `newId` for deterministic runs.
    */
-  artifacts?: ArtifactStore;
-  store?: SessionStore;
-  registries?: Registries;
+  artifacts?: ArtifactStore | undefined;
+  store?: SessionStore | undefined;
+  registries?: Registries | undefined;
   /**
    * Passed to every XState actor the runtime creates: a callback or an observer of XState's
    * inspection events (e.g. @statelyai/inspect's `inspector.inspect`, as it is). With it, sessions
    * run their machine on a live XState actor (without it, compiled: docs/machines/README.md).
    */
-  inspect?: ((event: InspectionEvent) => void) | { next?: (event: InspectionEvent) => void };
-  limits?: Partial<RuntimeLimits>;
+  inspect?: ((event: InspectionEvent) => void) | { next?: ((event: InspectionEvent) => void) | undefined } | undefined;
+  limits?: { [K in keyof RuntimeLimits]?: RuntimeLimits[K] | undefined } | undefined;
   /** Decides who may answer an approval (default: a principal of the session's tenant; of no tenant for a session without one). */
-  canAnswerApproval?: (approval: ApprovalRecord, by: Principal) => boolean;
+  canAnswerApproval?: ((approval: ApprovalRecord, by: Principal) => boolean) | undefined;
   /** Passivate sessions idle this long (ms); 0 disables. */
-  passivateAfterMs?: number;
+  passivateAfterMs?: number | undefined;
   /**
    * What becomes of the model's thinking blocks as reasoning-trace parts (recorded, published,
    * enveloped): `keep` (default), `redact` (an empty part marked `redacted`), or `drop` (none).
    */
-  reasoningTraces?: 'keep' | 'redact' | 'drop';
+  reasoningTraces?: 'keep' | 'redact' | 'drop' | undefined;
   /** Clock and id source, for deterministic tests and replay. */
-  now?: () => number;
-  newId?: (prefix: string) => string;
+  now?: (() => number) | undefined;
+  newId?: ((prefix: string) => string) | undefined;
 }
 
 export interface CreateSessionOptions {
-  id?: string;
+  id?: string | undefined;
   actor: string;
-  tenantId?: string;
-  doubleTexting?: DoubleTextingPolicy;
-  metadata?: Record<string, unknown>;
+  tenantId?: string | undefined;
+  doubleTexting?: DoubleTextingPolicy | undefined;
+  metadata?: Record<string, unknown> | undefined;
 }
 
 /** The session API of a runtime: everything transports and embedders drive sessions with. */
@@ -227,12 +227,12 @@ export interface SessionRuntime {
    * `session.not_found`.
    */
   readonly closed: boolean;
-  listSessions(filter?: { tenantId?: string }): Promise<SessionRecord[]>;
+  listSessions(filter?: { tenantId?: string | undefined }): Promise<SessionRecord[]>;
   deleteSession(id: string): Promise<boolean>;
   /** Answer an approval knowing only its id (channels that carry no session id). */
   answerApproval(
     approvalId: string,
-    answer: { approved: boolean; reason?: string },
+    answer: { approved: boolean; reason?: string | undefined },
     by: Principal,
     via: string,
   ): Promise<AnswerResult>;
@@ -243,7 +243,7 @@ export interface SessionRuntime {
    */
   history(sessionId: string, afterSeq?: number, limit?: number): Promise<SessionEvent[]>;
   /** A session's approval records, in creation order (every status unless `status` narrows it). */
-  approvals(filter: { sessionId: string; status?: ApprovalRecord['status'] }): Promise<ApprovalRecord[]>;
+  approvals(filter: { sessionId: string; status?: ApprovalRecord['status'] | undefined }): Promise<ApprovalRecord[]>;
   /** An approval by id, or undefined (channels that carry only the approval id look up its session). */
   approval(approvalId: string): Promise<ApprovalRecord | undefined>;
   /**
@@ -288,7 +288,7 @@ export interface ModelRequest {
   turnId: string;
   actor: string;
   /** Model id (actor's, else the port's default). */
-  model?: string;
+  model?: string | undefined;
   system: string;
   /**
    * The history (for a turn's calls, the session's own incremental history: read-only, and valid
@@ -298,10 +298,10 @@ export interface ModelRequest {
   tools: ModelTool[];
   /** `any` forces tool use (default); `auto` when thinking is on. */
   toolChoice: 'any' | 'auto';
-  maxTokens?: number;
-  thinking?: { budgetTokens: number };
+  maxTokens?: number | undefined;
+  thinking?: { budgetTokens: number } | undefined;
   /** 'turn' for the actor loop; 'llm-context' for the secondary translator model. */
-  purpose?: 'turn' | 'llm-context';
+  purpose?: 'turn' | 'llm-context' | undefined;
 }
 
 /**
@@ -332,11 +332,11 @@ export interface SessionStore {
    * the steps of one event-loop turn into one commit, and writes at once before any side effect,
    * stop or settlement. Only for stores whose `commit` is synchronous.
    */
-  readonly groupCommit?: boolean;
+  readonly groupCommit?: boolean | undefined;
 
   createSession(record: SessionRecord): MaybePromise<void>;
   getSession(id: string): MaybePromise<SessionRecord | undefined>;
-  listSessions(filter?: { tenantId?: string }): MaybePromise<SessionRecord[]>;
+  listSessions(filter?: { tenantId?: string | undefined }): MaybePromise<SessionRecord[]>;
   /** Removes the session and everything recorded for it. */
   deleteSession(id: string): MaybePromise<void>;
 
@@ -357,7 +357,7 @@ export interface SessionStore {
   loadSnapshot(sessionId: string): MaybePromise<PersistedSession | undefined>;
 
   getApproval(approvalId: string): MaybePromise<ApprovalRecord | undefined>;
-  listApprovals(filter: { sessionId?: string; status?: ApprovalRecord['status'] }): MaybePromise<ApprovalRecord[]>;
+  listApprovals(filter: { sessionId?: string | undefined; status?: ApprovalRecord['status'] | undefined }): MaybePromise<ApprovalRecord[]>;
   /**
    * Compare-and-set: resolves a pending approval; when it was already resolved, returns the
    * existing record unchanged with `changed: false`.
@@ -398,9 +398,9 @@ export interface ArtifactRecord {
 export interface ArtifactPut {
   data: Uint8Array;
   mimeType: string;
-  name?: string;
+  name?: string | undefined;
   sessionId: string;
-  tenantId?: string;
+  tenantId?: string | undefined;
 }
 
 /**
@@ -434,10 +434,10 @@ export interface ArtifactStore {
   head(artifactId: string): ArtifactRecord | undefined;
   read(artifactId: string): Promise<Uint8Array | undefined>;
   /** The record and the bytes to send (a stream for the file store), or undefined when unknown. */
-  open?(artifactId: string): Promise<ArtifactBody | undefined>;
+  open?: ((artifactId: string) => Promise<ArtifactBody | undefined>) | undefined;
   /** Removes one artifact (record and bytes); resolves false when there was none. */
-  delete?(artifactId: string): Promise<boolean>;
+  delete?: ((artifactId: string) => Promise<boolean>) | undefined;
   /** Removes every artifact of `sessionId`; resolves with how many there were. Waits for the session's puts in flight. */
-  deleteSession?(sessionId: string): Promise<number>;
-  close?(): MaybePromise<void>;
+  deleteSession?: ((sessionId: string) => Promise<number>) | undefined;
+  close?: (() => MaybePromise<void>) | undefined;
 }

@@ -7,7 +7,7 @@ export class TurnstateError extends Error {
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(code: string, message: string, options?: { cause?: unknown; details?: Record<string, unknown> | undefined }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'TurnstateError';
     this.code = code;
@@ -62,7 +62,7 @@ export class ModelError extends TurnstateError {
   constructor(
     code: ModelErrorCode,
     message: string,
-    opts: { retryable?: boolean; retryAfterMs?: number; status?: number; cause?: unknown } = {},
+    opts: { retryable?: boolean | undefined; retryAfterMs?: number | undefined; status?: number | undefined; cause?: unknown } = {},
   ) {
     super(code, message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'ModelError';

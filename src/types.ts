@@ -24,13 +24,13 @@ export interface Part {
 
 /** Who is acting: resolved by the transport's authentication hook. */
 export interface Principal {
-  userId?: string;
-  tenantId?: string;
-  personId?: string;
+  userId?: string | undefined;
+  tenantId?: string | undefined;
+  personId?: string | undefined;
   /** Free-form, e.g. `tier: 'trusted'`, visible to approval policies as `ctx.user`. */
-  attributes?: Record<string, unknown>;
+  attributes?: Record<string, unknown> | undefined;
   /** Roles such as 'approver'; used by `canAnswerApproval`. */
-  roles?: string[];
+  roles?: string[] | undefined;
 }
 
 /* ------------------------------------------------------------------ model content (Anthropic-shaped) */
@@ -42,16 +42,16 @@ export interface ToolUseBlock {
   name: string;
   input: unknown;
   /** Set when the streamed input JSON could not be parsed (fine-grained streaming may truncate) or repeats a key. */
-  inputError?: string;
+  inputError?: string | undefined;
   /** JSON Pointer of a key the input names twice in one object (then `inputError` is set too). */
-  duplicateKey?: string;
-  rawInput?: string;
+  duplicateKey?: string | undefined;
+  rawInput?: string | undefined;
 }
 export interface ToolResultBlock {
   type: 'tool_result';
   tool_use_id: string;
   content: string;
-  is_error?: boolean;
+  is_error?: boolean | undefined;
 }
 export interface ThinkingBlock { type: 'thinking'; thinking: string; signature: string }
 export interface RedactedThinkingBlock { type: 'redacted_thinking'; data: string }
@@ -68,7 +68,7 @@ export interface ModelTool {
   description: string;
   input_schema: Record<string, unknown>;
   /** Fine-grained tool streaming (set on respond()). */
-  eager_input_streaming?: boolean;
+  eager_input_streaming?: boolean | undefined;
 }
 
 export type ModelStopReason =
@@ -83,8 +83,8 @@ export type ModelStopReason =
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
-  cacheReadTokens?: number;
-  cacheWriteTokens?: number;
+  cacheReadTokens?: number | undefined;
+  cacheWriteTokens?: number | undefined;
 }
 
 /* ------------------------------------------------------------------ tools */
@@ -106,8 +106,8 @@ export interface ClientTool {
 export interface InboundMessage {
   text: string;
   /** Set by the runtime from the send options when absent. */
-  principal?: Principal;
-  metadata?: Record<string, unknown>;
+  principal?: Principal | undefined;
+  metadata?: Record<string, unknown> | undefined;
 }
 
 export type DoubleTextingPolicy = 'queue' | 'interrupt' | 'reject';
@@ -433,9 +433,9 @@ export interface AgentSkill {
   name: string;
   description: string;
   tags: string[];
-  examples?: string[];
-  inputModes?: string[];
-  outputModes?: string[];
+  examples?: string[] | undefined;
+  inputModes?: string[] | undefined;
+  outputModes?: string[] | undefined;
 }
 
 /** A2A 1.0 `AgentExtension`. */

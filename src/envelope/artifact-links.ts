@@ -25,9 +25,9 @@ export interface ArtifactLinksOptions {
   /** The HMAC key, at least 32 bytes (a string counts as UTF-8). */
   secret: string | Uint8Array;
   /** How long a link stays valid, in seconds (default 7 days). */
-  ttlSeconds?: number;
+  ttlSeconds?: number | undefined;
   /** The clock, in ms (tests). */
-  now?: () => number;
+  now?: (() => number) | undefined;
 }
 
 /** What verifying a link's `exp` and `sig` found. */

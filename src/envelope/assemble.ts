@@ -38,14 +38,14 @@ export interface AssembleInput {
   turnId: string;
   producedAt: string;
   finalizedBy: string;
-  llmContext?: Part;
+  llmContext?: Part | undefined;
   /**
    * Whether an originator of the turn consumes llm-context (SendOptions.consumes, a caller card):
    * the actor's own llm-context part is kept only then. Default false.
    */
-  consumesLlmContext?: boolean;
+  consumesLlmContext?: boolean | undefined;
   /** The approval records of the turn's approval-request parts (the store's), to carry their resolutions. */
-  approvals?: readonly ApprovalRecord[];
+  approvals?: readonly ApprovalRecord[] | undefined;
 }
 
 /** What was decided on an approval, as the envelope's approval-request part carries it (`data.resolution`). */
@@ -180,7 +180,7 @@ export interface DataRecord {
   tool: string;
   callId: string;
   data: unknown;
-  from?: 'peer';
+  from?: 'peer' | undefined;
 }
 
 /** The data-bearing records of one turn, in order. */

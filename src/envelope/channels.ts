@@ -69,7 +69,7 @@ export interface ChannelAttachment {
 
 export interface ChannelOptions {
   /** Signs the links artifacts carry (`createArtifactLinks`); without it an SMS names `artifact:<id>`. */
-  artifactLinks?: Pick<ArtifactLinks, 'url'>;
+  artifactLinks?: Pick<ArtifactLinks, 'url'> | undefined;
 }
 
 export interface ChannelMessage {

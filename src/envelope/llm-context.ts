@@ -26,9 +26,9 @@ export interface LlmContextInput {
   data: unknown[];
   signal: AbortSignal;
   /** Model id for this call (default: the port's context model). */
-  model?: string;
+  model?: string | undefined;
   /** Default 1024. */
-  maxTokens?: number;
+  maxTokens?: number | undefined;
 }
 
 export interface LlmContextResult {

@@ -17,7 +17,7 @@ export interface RenderOptions {
    * The link an artifact renders with (e.g. `ArtifactLinks.url`, a signed link to the artifacts
    * route); without it, or when it gives undefined, an artifact renders as `artifact:<id>`.
    */
-  artifactUrl?: (artifactId: string) => string | undefined;
+  artifactUrl?: ((artifactId: string) => string | undefined) | undefined;
 }
 
 export function renderPartText(part: Part, opts: RenderOptions = {}): string {

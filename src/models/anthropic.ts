@@ -37,27 +37,27 @@ export type { ModelRetryPolicy } from './retry.js';
 
 export interface AnthropicModelOptions {
   /** Default `process.env.ANTHROPIC_API_KEY`. Ignored when `client` is given. */
-  apiKey?: string;
+  apiKey?: string | undefined;
   /** Default the SDK's (`https://api.anthropic.com`, or `ANTHROPIC_BASE_URL`). */
-  baseURL?: string;
+  baseURL?: string | undefined;
   /** Model for actor turns when the request names none (default `claude-sonnet-4-6`). */
-  model?: string;
+  model?: string | undefined;
   /** Model for `purpose: 'llm-context'` requests that name none (default `claude-haiku-4-5`). */
-  contextModel?: string;
+  contextModel?: string | undefined;
   /** `max_tokens` when the request sets none (default 4096; an integer of at least 1). */
-  maxTokens?: number;
+  maxTokens?: number | undefined;
   /** Bounded retries; the SDK's own retries are always off. */
-  retry?: Partial<ModelRetryPolicy>;
+  retry?: { [K in keyof ModelRetryPolicy]?: ModelRetryPolicy[K] | undefined } | undefined;
   /** Time allowed until the response headers arrive, per attempt (ms; default the SDK's 10 min; an integer from 1 to MAX_TIMER_MS). */
-  timeout?: number;
+  timeout?: number | undefined;
   /** Abort an attempt whose stream delivers no event for this long (ms; an integer up to MAX_TIMER_MS); 0 or unset: no idle limit. */
-  idleTimeout?: number;
+  idleTimeout?: number | undefined;
   /** A ready client (its own retries are bypassed per request). Tests and proxies use this. */
-  client?: Anthropic;
+  client?: Anthropic | undefined;
   /** Extra headers sent with every request. */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
   /** Port name (default 'anthropic'). */
-  name?: string;
+  name?: string | undefined;
 }
 
 const DEFAULT_MODEL = 'claude-sonnet-4-6';

@@ -29,14 +29,14 @@ export type {
 } from './loopback-script.js';
 
 export interface LoopbackServerOptions {
-  script?: LoopbackTurn[];
-  fallback?: LoopbackTurn | LoopbackResponder;
-  host?: string;
-  port?: number;
+  script?: LoopbackTurn[] | undefined;
+  fallback?: LoopbackTurn | LoopbackResponder | undefined;
+  host?: string | undefined;
+  port?: number | undefined;
   /** Keep at most this many recorded requests (oldest dropped first; default unbounded). */
-  maxRecorded?: number;
+  maxRecorded?: number | undefined;
   /** Record requests at all (default true; benchmarks turn it off). */
-  record?: boolean;
+  record?: boolean | undefined;
 }
 
 export interface LoopbackMessagesServer {

@@ -12,9 +12,9 @@ import { formatValue } from '../limits.js';
 import type { ModelScript, ScriptBlock, ScriptMatch, ScriptResponse, ScriptRule } from './script.js';
 
 export interface ScriptedModelOptions {
-  name?: string;
+  name?: string | undefined;
   /** Keep the last 100 requests in `requests` (default true; benchmarks turn it off). */
-  record?: boolean;
+  record?: boolean | undefined;
   /**
    * The id of each `tool_use` block whose script gives none, called as `newId('toolu')` (a
    * runtime's `newId` fits). Default: `toolu_` + a random prefix drawn per model + that model's own
@@ -22,7 +22,7 @@ export interface ScriptedModelOptions {
    * deterministic for tests; it repeats a session's earlier ids if the session is continued
    * after a restart (docs/concepts/scripted-model.md).
    */
-  newId?: (prefix: string) => string;
+  newId?: ((prefix: string) => string) | undefined;
 }
 
 export interface ScriptedModel extends ModelPort {

@@ -254,7 +254,8 @@ export function validatePartTypeMeta(id: string, meta: unknown): PartTypeMeta {
       if (!(CHANNEL_KINDS as readonly string[]).includes(key)) {
         fail('part-types:meta:channels', id, `meta.channels.${key} is not a channel kind; use ${CHANNEL_KINDS.join(', ')}`);
       }
-      if (!isRule(rule)) {
+      // A channel given as undefined is one left out: it falls back to delivery.buffered.
+      if (rule !== undefined && !isRule(rule)) {
         fail('part-types:meta:channels', id, `meta.channels.${key} must be one of ${DELIVERY_RULES.join(', ')} (got ${describe(rule)})`);
       }
     }

@@ -22,20 +22,20 @@ export interface PartTypeMeta {
   /** Per delivery class. */
   delivery: Record<DeliveryClass, DeliveryRule>;
   /** Per channel kind, where spec 001 names one; falls back to `delivery.buffered`. */
-  channels?: Partial<Record<ChannelKind, DeliveryRule>>;
+  channels?: { [K in ChannelKind]?: DeliveryRule | undefined } | undefined;
   /** Whether the part belongs to the settled envelope. */
   inEnvelope: boolean;
   /** Whether a model may emit it through respond() (approval-request/-response: never). */
   modelEmittable: boolean;
   /** 'text' parts carry `text`, 'data' parts carry `data`, 'either' accepts one of them. */
   carries: 'text' | 'data' | 'either';
-  serialisation?: 'json' | 'text' | 'base64';
+  serialisation?: 'json' | 'text' | 'base64' | undefined;
   /**
    * How a text-only conversational transport (AAP, a chat transcript) shows the part: as the
    * agent's text, as its thinking, or (absent) not at all. Without it, a part whose streaming
    * rule is `render-as-text` is shown as text.
    */
-  transcript?: 'text' | 'thinking';
+  transcript?: 'text' | 'thinking' | undefined;
 }
 
 export interface PartTypeDefinition {
@@ -72,17 +72,17 @@ export interface TurnStateMeta {
   /** The turn stays open with the actor held until an injection resumes it (suspended, delegated). */
   holdsActor: boolean;
   /** Hands the turn to another actor (passed). */
-  handsOff?: boolean;
+  handsOff?: boolean | undefined;
   /** The injection kind that resumes a held state, e.g. 'approval-response', 'peer-envelope'. */
-  resumeOn?: string;
+  resumeOn?: string | undefined;
   requires?: {
     /** `passTo` must be present (passed). */
-    passTo?: boolean;
+    passTo?: boolean | undefined;
     /** At least one part of each listed type must be present (clarifying: clarify). */
-    partTypes?: string[];
+    partTypes?: string[] | undefined;
     /** None of these part types may be present (clarifying: response). */
-    forbidsPartTypes?: string[];
-  };
+    forbidsPartTypes?: string[] | undefined;
+  } | undefined;
 }
 
 export interface TurnStateDefinition {
@@ -132,31 +132,31 @@ export interface PolicyContext {
   tenant: { id?: string };
 }
 
-export type ApprovalVerdict = { decision: 'approve' | 'deny' | 'ask'; reason?: string };
+export type ApprovalVerdict = { decision: 'approve' | 'deny' | 'ask'; reason?: string | undefined };
 /**
  * An approval policy as a function. `A` is the tool's argument type: the runtime calls it only
  * with arguments its `inputSchema` accepted (a copy of them), the same the handler would get.
  */
 export type ApprovalHandler<A = unknown> = (args: A, ctx: PolicyContext) => ApprovalVerdict | Promise<ApprovalVerdict>;
 /** A tool's `requiresApproval`: `A` is the tool's argument type, which a handler policy receives. */
-export type ApprovalPolicy<A = unknown> = boolean | { autoApproveIf: string; allowStandingApproval?: boolean } | ApprovalHandler<A>;
+export type ApprovalPolicy<A = unknown> = boolean | { autoApproveIf: string; allowStandingApproval?: boolean | undefined } | ApprovalHandler<A>;
 
 interface ToolDefinitionCommon<A = any, R = unknown> {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  outputSchema?: Record<string, unknown>;
+  outputSchema?: Record<string, unknown> | undefined;
   handler: ToolHandler<A, R>;
   /** Called, when a function, with the validated arguments (`A`), as the handler is. */
-  requiresApproval?: ApprovalPolicy<A>;
+  requiresApproval?: ApprovalPolicy<A> | undefined;
   /** Whether a standing approval (AAP `trust: true`) may pre-approve this tool. Default true. */
-  allowStandingApproval?: boolean;
-  tags?: string[];
+  allowStandingApproval?: boolean | undefined;
+  tags?: string[] | undefined;
   /**
    * Milliseconds a routed call may run. At the deadline the handler's `ctx.signal` aborts and the
    * model gets an `isError` result saying the call timed out. Routed tools only.
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** How a failed call of an idempotent routed tool is tried again. */
@@ -164,9 +164,9 @@ export interface RetryPolicy {
   /** Attempts in all, the first included: 2 to 10. */
   attempts: number;
   /** Wait before the second attempt (default 0); each later wait is `backoffFactor` times longer. */
-  backoffMs?: number;
+  backoffMs?: number | undefined;
   /** Default 2; 1 waits `backoffMs` every time. */
-  backoffFactor?: number;
+  backoffFactor?: number | undefined;
 }
 
 /**
@@ -174,27 +174,27 @@ export interface RetryPolicy {
  * run again. A failed (thrown or rejected) or timed-out attempt is retried; a cancelled one never.
  */
 type Idempotency =
-  | { idempotent: true; retry?: RetryPolicy }
-  | { idempotent?: false; retry?: never };
+  | { idempotent: true; retry?: RetryPolicy | undefined }
+  | { idempotent?: false | undefined; retry?: undefined };
 
 export type GeneralistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & Idempotency & {
   scope: 'generalist';
-  routing?: 'routed';
-  peerExposed?: boolean;
+  routing?: 'routed' | undefined;
+  peerExposed?: boolean | undefined;
   /** Optional on a generalist tool (required on a specialist): kept as given, trimmed. */
-  justification?: string;
+  justification?: string | undefined;
 };
 export type RoutedSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & Idempotency & {
   scope: 'specialist';
-  routing?: 'routed';
+  routing?: 'routed' | undefined;
   justification: string;
 };
 export type BypassSpecialistToolDefinition<A = any, R = unknown> = ToolDefinitionCommon<A, R> & {
   scope: 'specialist';
   /** Bypass calls run inline, outside the router: no timeout, no retry (rejected at registration). */
-  idempotent?: boolean;
-  timeoutMs?: never;
-  retry?: never;
+  idempotent?: boolean | undefined;
+  timeoutMs?: undefined;
+  retry?: undefined;
   routing: 'bypass';
   bypassRouting: { reason: string };
   justification: string;
@@ -245,7 +245,7 @@ export interface RegisteredTool {
   readonly idempotent: boolean;
   readonly timeoutMs: number | undefined;
   /** Present only on idempotent routed tools; `backoffMs` and `backoffFactor` filled in. */
-  readonly retry: Readonly<Required<RetryPolicy>> | undefined;
+  readonly retry: Readonly<{ attempts: number; backoffMs: number; backoffFactor: number }> | undefined;
   readonly inputSchema: Record<string, unknown>;
   readonly outputSchema: Record<string, unknown> | undefined;
   readonly handler: ToolHandler;
@@ -269,55 +269,55 @@ export interface ToolRegistryApi extends RegistryReader<RegisteredTool> {
 
 export interface ActorDefinition {
   name: string;
-  description?: string;
+  description?: string | undefined;
   /** The actor's own instructions; the respond() snippet is appended by the runtime. */
-  system?: string;
+  system?: string | undefined;
   /** Model id for this actor (the model port decides what it means). */
-  model?: string;
-  maxTokens?: number;
+  model?: string | undefined;
+  maxTokens?: number | undefined;
   /** Extended thinking: forces `tool_choice: auto` and the runtime's nudge. */
-  thinking?: { budgetTokens: number };
+  thinking?: { budgetTokens: number } | undefined;
   /** Tool names resolved against the ToolRegistry. */
-  tools?: string[];
+  tools?: string[] | undefined;
   /** Actors this one may hand off to with passTo. */
-  handoffs?: string[];
+  handoffs?: string[] | undefined;
   /**
    * Spec 003 compatibility: the actor speaks respond_to_user / mark_work_complete instead of
    * respond(). `'respond_to_user'` is `{ mode: 'respond_to_user' }`: only the last
    * respond_to_user text is delivered, at completion; `deliverDrafts: true` delivers each one as it is made.
    */
-  compat?: 'respond_to_user' | CompatSetting;
+  compat?: 'respond_to_user' | CompatSetting | undefined;
   /** Overrides of the actor's Agent Card (`runtime.agentCard(name)`); unset fields are derived. */
-  card?: AgentCardOverrides;
+  card?: AgentCardOverrides | undefined;
   /**
    * Bounds of what this actor may spend in one turn (defaults from the runtime): counted from the
    * turn's start, or from the hand-off that passed the turn to it.
    */
-  maxModelCalls?: number;
-  maxRespondRetries?: number;
+  maxModelCalls?: number | undefined;
+  maxRespondRetries?: number | undefined;
 }
 
 /** What an actor registration may set on its card (ActorDefinition `card`); each replaces the derived value. */
 export interface AgentCardOverrides {
-  description?: string;
-  version?: string;
-  skills?: AgentSkill[];
+  description?: string | undefined;
+  version?: string | undefined;
+  skills?: AgentSkill[] | undefined;
   /** Part types the actor's envelopes carry (default: derived from its respond() mode, tools and hand-offs). */
-  produces?: string[];
+  produces?: string[] | undefined;
   /** Part types the actor wants from peers it calls (default: ['llm-context']: it is an LLM). */
-  consumes?: string[];
-  defaultInputModes?: string[];
-  defaultOutputModes?: string[];
-  provider?: { organization: string; url: string };
-  documentationUrl?: string;
-  iconUrl?: string;
+  consumes?: string[] | undefined;
+  defaultInputModes?: string[] | undefined;
+  defaultOutputModes?: string[] | undefined;
+  provider?: { organization: string; url: string } | undefined;
+  documentationUrl?: string | undefined;
+  iconUrl?: string | undefined;
 }
 
 /** The compatibility mode with its options (ActorDefinition `compat`). */
 export interface CompatSetting {
   mode: 'respond_to_user';
   /** Deliver every respond_to_user call mid-turn (default false: the last one, at completion). */
-  deliverDrafts?: boolean;
+  deliverDrafts?: boolean | undefined;
 }
 
 export interface ActorRegistryApi extends RegistryReader<ActorDefinition> {
@@ -377,7 +377,7 @@ export interface SurfaceContext {
 export interface SurfaceTemplate {
   /** The data kind: an AnnotatedRecord's `kind`, or `approval:<tool>` for a pending approval. */
   kind: string;
-  description?: string;
+  description?: string | undefined;
   build(data: unknown, ctx: SurfaceContext): readonly unknown[];
 }
 
@@ -399,7 +399,7 @@ export interface ArtifactRef {
 /** The artifact writer a tool handler sees (`ctx.artifacts`), scoped to its session and tenant. */
 export interface ToolArtifacts {
   /** Stores the bytes (a string is stored as UTF-8) and returns the reference to put in an `artifact` part. */
-  put(input: { mimeType: string; data: Uint8Array | string; name?: string }): Promise<ArtifactRef>;
+  put(input: { mimeType: string; data: Uint8Array | string; name?: string | undefined }): Promise<ArtifactRef>;
 }
 
 /** The registries of one runtime instance. */

@@ -43,26 +43,26 @@ export interface ReplayOptions {
    * registered here are replaced by recorded results and never called. Default: inferred
    * from the recording (see infer.ts).
    */
-  setup?: (registries: Registries) => void | Promise<void>;
+  setup?: ((registries: Registries) => void | Promise<void>) | undefined;
   /** The model of the re-run. Default: the recorded model outputs (nothing is called). */
-  model?: ModelPort;
+  model?: ModelPort | undefined;
   /**
    * The runtime limits the session was recorded with (a recording does not hold them; the
    * default is DEFAULT_LIMITS). A turn that ran out of a budget replays the same only with them.
    */
-  limits?: Partial<RuntimeLimits>;
+  limits?: { [K in keyof RuntimeLimits]?: RuntimeLimits[K] | undefined } | undefined;
   /**
    * The `reasoningTraces` the session was recorded with. Default: inferred from the recording
    * (redacted reasoning-trace parts: 'redact'; thinking but no reasoning-trace part: 'drop'),
    * else 'keep'. Whatever the mode, the paths never show thinking text the recording withheld.
    */
-  reasoningTraces?: ReasoningTraces;
+  reasoningTraces?: ReasoningTraces | undefined;
   /**
    * How tool results and approval decisions are matched to the re-run's calls: 'callId' (the
    * default with recorded model outputs, whose tool_use ids are the recorded ones) or
    * 'content' (tool and arguments within the turn; the default with another model).
    */
-  match?: 'callId' | 'content';
+  match?: 'callId' | 'content' | undefined;
 }
 
 export interface ReplayResult {

@@ -50,12 +50,12 @@ export interface RespondParser {
 
 export interface RespondParserOptions {
   /** At most this many violations are spelled out in the rejection message (all are in `violations`). Default 50. */
-  maxMessageLines?: number;
+  maxMessageLines?: number | undefined;
   /**
    * Content checks by part type, run on each well-formed data part of that type (see PartCheck).
    * A check's `normalize` gives an accepted part its data in the form consumers read.
    */
-  partChecks?: Readonly<Record<string, PartCheck>>;
+  partChecks?: Readonly<Record<string, PartCheck>> | undefined;
 }
 
 /**

@@ -36,7 +36,7 @@ export interface RespondStreamParser {
 
 export interface RespondStreamParserOptions {
   /** Called once, with the first parse error. */
-  onError?: (err: Error) => void;
+  onError?: ((err: Error) => void) | undefined;
 }
 
 // Scanner states.

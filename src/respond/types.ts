@@ -37,8 +37,8 @@ export interface RespondContext {
   /** Handoff targets the calling actor declares. */
   handoffs: readonly string[];
   /** The calling session and its tenant (what part checks such as the artifact check scope by). */
-  sessionId?: string;
-  tenantId?: string;
+  sessionId?: string | undefined;
+  tenantId?: string | undefined;
 }
 
 export type { PartCheck, PartCheckContext } from '../registries/types.js';

@@ -49,11 +49,11 @@ export type JsonPointer<T, D extends number = 6> = [D] extends [never]
 /** What `annotate()` takes besides the data. */
 export interface AnnotationSpec<T = unknown> {
   /** Per-path audiences. `''` addresses the whole record. */
-  fields?: { readonly [P in JsonPointer<T> | '']?: Audience };
+  fields?: { readonly [P in JsonPointer<T> | '']?: Audience } | undefined;
   /** Audience of every node no path covers. Default `['*']`: unannotated fields are visible everywhere. */
-  default?: Audience;
+  default?: Audience | undefined;
   /** The domain kind of the data (e.g. 'flights'); carried for destinations and the envelope. */
-  kind?: string;
+  kind?: string | undefined;
 }
 
 export const ANNOTATED_RECORD = 'annotated-record' as const;

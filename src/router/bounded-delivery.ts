@@ -21,11 +21,11 @@ export type OverflowPolicy = 'drop-oldest' | 'drop-newest';
 
 export interface BoundedDeliveryOptions {
   /** Values that may wait while the consumer is busy (default 1024; 0 drops every value that finds it busy). */
-  bufferSize?: number;
+  bufferSize?: number | undefined;
   /** Which value goes when the buffer is full (default `drop-oldest`). */
-  overflow?: OverflowPolicy;
+  overflow?: OverflowPolicy | undefined;
   /** Deliveries in flight at once (default 1: in order, one at a time). */
-  concurrency?: number;
+  concurrency?: number | undefined;
 }
 
 export type DeliveryOutcome<T> =

@@ -163,7 +163,7 @@ export class MemoryExecutionLog implements ExecutionSink {
     if (this.records.length > this.capacity) this.records.splice(0, this.records.length - this.capacity);
   }
 
-  list(filter: { sessionId?: string; actor?: string; tool?: string; kind?: ExecutionRecord['kind'] } = {}): ExecutionRecord[] {
+  list(filter: { sessionId?: string | undefined; actor?: string | undefined; tool?: string | undefined; kind?: ExecutionRecord['kind'] | undefined } = {}): ExecutionRecord[] {
     return this.records.filter(
       (r) =>
         (filter.sessionId === undefined || r.sessionId === filter.sessionId) &&

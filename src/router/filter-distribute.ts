@@ -52,7 +52,7 @@ export interface Destination extends BoundedDeliveryOptions {
    * drops one and `onOverflow` hears of it. The turn never waits for a destination.
    * A throw or a rejected promise is reported through `onError` and affects no other destination.
    */
-  deliver?(view: unknown, meta: DistributionMeta): void | Promise<void>;
+  deliver?: ((view: unknown, meta: DistributionMeta) => void | Promise<void>) | undefined;
 }
 
 /** Counts of one destination's deliveries since it was registered. */
@@ -65,18 +65,18 @@ export interface DestinationStats {
 }
 
 export interface FilterAndDistributeOptions {
-  destinations?: readonly Destination[];
+  destinations?: readonly Destination[] | undefined;
   /**
    * Errors from a destination's deliver, and throws of a `views$(id)` subscriber (`meta` is then
    * the latest view's put on that stream). Default: a process warning.
    */
-  onError?(error: unknown, destination: string, meta: DistributionMeta): void;
+  onError?: ((error: unknown, destination: string, meta: DistributionMeta) => void) | undefined;
   /**
    * A view a full buffer dropped (`dropped` is the destination's running count). Default: one
    * process warning (code TURNSTATE_DESTINATION_OVERFLOW) per burst, a burst ending when the
    * destination's buffer is empty again.
    */
-  onOverflow?(destination: string, dropped: number, meta: DistributionMeta): void;
+  onOverflow?: ((destination: string, dropped: number, meta: DistributionMeta) => void) | undefined;
 }
 
 export interface Distribution {

@@ -40,9 +40,9 @@ export interface RoutedEvent {
 
 export interface RouteOptions {
   sessionId: string;
-  private?: boolean;
-  turnId?: string;
-  callId?: string;
+  private?: boolean | undefined;
+  turnId?: string | undefined;
+  callId?: string | undefined;
 }
 
 /**
@@ -51,9 +51,9 @@ export interface RouteOptions {
  */
 export interface ObserveFilter {
   /** Exact type, or a pattern such as /^tool_call:/. */
-  type?: string | RegExp;
-  source?: string;
-  sessionId?: string;
+  type?: string | RegExp | undefined;
+  source?: string | undefined;
+  sessionId?: string | undefined;
 }
 
 /** The outcome of one tool call, as the runtime feeds it back into the machine. */
@@ -117,18 +117,18 @@ export interface SessionStreams {
 
 export interface EventRouterOptions {
   /** Destinations for AnnotatedRecord results; a fresh one (built-ins only) by default. */
-  filterAndDistribute?: FilterAndDistribute;
+  filterAndDistribute?: FilterAndDistribute | undefined;
   /** Cap on the logged result JSON (default 8192). */
-  maxResultChars?: number;
+  maxResultChars?: number | undefined;
   /** Receives every ExecutionRecord as it is made. */
-  executionLog?: ExecutionSink;
+  executionLog?: ExecutionSink | undefined;
   /**
    * Epoch-ms clock for each record's `at` (default Date.now; the runtime passes its own `now`).
    * `durationMs` is not read from it: it is measured (performance.now), see ExecutionRecord.
    */
-  now?: () => number;
+  now?: (() => number) | undefined;
   /** Failures of observers and of the execution sink. Default: a process warning. */
-  onError?(error: unknown, where: 'observer' | 'execution-log'): void;
+  onError?: ((error: unknown, where: 'observer' | 'execution-log') => void) | undefined;
 }
 
 const TOOL_CALL = 'tool_call:';

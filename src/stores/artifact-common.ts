@@ -46,16 +46,16 @@ export const DEFAULT_MAX_ARTIFACT_BYTES = 25 * 1024 * 1024;
 /** The options both built-in artifact stores take (the file store also its `dir`). */
 export interface ArtifactStoreOptions {
   /** Cap on one artifact's size in bytes (default 25 MiB). */
-  maxBytes?: number;
+  maxBytes?: number | undefined;
   /** Epoch-ms clock for each record's `createdAt` (default Date.now). */
-  now?: () => number;
+  now?: (() => number) | undefined;
   /**
    * Id source, called as `newId('art')` once per put (default: 128 random bits). An id of the
    * artifact form (`art_` + 22 base64url characters) is used as it is; any other string is
    * wrapped: `art_` + the first 16 bytes of its SHA-256, base64url (the same string, the same
    * id). Ids are only as unguessable as what it returns: a counter is for tests and replays.
    */
-  newId?: (prefix: string) => string;
+  newId?: ((prefix: string) => string) | undefined;
 }
 
 /** What a store mints each put with: the record's id and its `createdAt`. */

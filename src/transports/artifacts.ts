@@ -32,9 +32,9 @@ export interface ArtifactsTransportOptions {
   /** Whose sessions the artifacts belong to: an artifact is served only while its session exists. */
   runtime: SessionRuntime;
   artifacts: ArtifactStore;
-  authenticate?: Authenticate;
+  authenticate?: Authenticate | undefined;
   /** Verifies signed links (`createArtifactLinks`, the same object channels sign with); without it only credentials are accepted. */
-  artifactLinks?: Pick<ArtifactLinks, 'verify'>;
+  artifactLinks?: Pick<ArtifactLinks, 'verify'> | undefined;
 }
 
 /** RFC 6266 / 5987 filename parameter (ASCII fallback plus the UTF-8 form). */

@@ -27,18 +27,18 @@ export interface StartServerOptions {
   runtime: SessionRuntime;
   transports: HttpTransport[];
   /** 0 picks a free port (default 8787). */
-  port?: number;
+  port?: number | undefined;
   /** Default 127.0.0.1. */
-  host?: string;
+  host?: string | undefined;
   /**
    * Host names (no port) requests may carry in `Host` besides the loopback ones; `'*'` for any.
    * Default: none more when bound to a loopback address, any otherwise.
    */
-  allowedHosts?: readonly string[] | '*';
+  allowedHosts?: readonly string[] | '*' | undefined;
   /** Close the runtime after the transports on `close()` (default true). */
-  closeRuntime?: boolean;
+  closeRuntime?: boolean | undefined;
   /** Grace period for open connections on close before they are destroyed (default 5000 ms; an integer from 0 to MAX_TIMER_MS). */
-  closeTimeoutMs?: number;
+  closeTimeoutMs?: number | undefined;
 }
 
 export interface RunningServer {

@@ -15,7 +15,7 @@ export interface HttpTransport {
   /** Handle the request if it is this transport's; resolve false to let the next one try. */
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
   /** WebSocket upgrades (optional). Return false when the path is not this transport's. */
-  upgrade?(req: IncomingMessage, socket: Duplex, head: Buffer): boolean;
+  upgrade?: ((req: IncomingMessage, socket: Duplex, head: Buffer) => boolean) | undefined;
   /** Stop accepting, flush what was accepted, close connections. */
   close(): Promise<void>;
 }

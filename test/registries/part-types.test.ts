@@ -94,6 +94,13 @@ describe('PartTypeRegistry: canonical set (spec 000 "Part types")', () => {
     expect(r.deliveryFor('audio', 'sms')).toBe('drop');
   });
 
+  it('part-types:delivery:channel-undefined — "a possibly-undefined value counts as left out" (README): a channel given as undefined falls back to the buffered rule, as an absent one does', () => {
+    const r = new PartTypeRegistry();
+    r.register({ id: 'audio', meta: audioMeta({ delivery: { streaming: 'deliver', buffered: 'attach' }, channels: { sms: 'drop', email: undefined } }) });
+    expect(r.deliveryFor('audio', 'email')).toBe('attach');
+    expect(r.deliveryFor('audio', 'sms')).toBe('drop');
+  });
+
   it('part-types:deliveryFor:unknown-id — an unknown id throws a TurnstateError naming it', () => {
     const r = new PartTypeRegistry();
     expect(() => r.deliveryFor('audio', 'streaming')).toThrowError(/'audio'/);

@@ -19,14 +19,14 @@ import type { AgentConfig, AgentInfo, AgentOptionSpec, MetaToolSpec, ServerToolR
 export interface AapAgentConfig {
   /** The entry actor's name (the AAP agent name). */
   name: string;
-  title?: string;
-  description?: string;
-  version?: string;
+  title?: string | undefined;
+  description?: string | undefined;
+  version?: string | undefined;
   /** Server tools offered for configuration; default: every approval-gated tool the agent reaches. */
-  exposedTools?: string[];
-  options?: AgentOptionSpec[];
+  exposedTools?: string[] | undefined;
+  options?: AgentOptionSpec[] | undefined;
   /** Double-texting policy of sessions created for this agent (default: the runtime's). */
-  doubleTexting?: DoubleTextingPolicy;
+  doubleTexting?: DoubleTextingPolicy | undefined;
 }
 
 export interface ResolvedAgent {

@@ -15,21 +15,21 @@ import { STREAM_MODES, type StreamMode } from './types.js';
 export interface AapOptions {
   runtime: SessionRuntime;
   /** Request -> principal, or 401/403. Without it every request is the anonymous principal. */
-  authenticate?: Authenticate;
+  authenticate?: Authenticate | undefined;
   /** Request-body limit in bytes (default 1 MiB; an integer of at least 1); larger bodies are 413. */
-  maxBodyBytes?: number;
+  maxBodyBytes?: number | undefined;
   /** Agents offered (default: every registered actor, each with its defaults). */
-  agents?: AapAgentConfig[];
+  agents?: AapAgentConfig[] | undefined;
   /** Mount point, e.g. `/aap` (default: the root). */
-  basePath?: string;
+  basePath?: string | undefined;
   /** Stream modes declared in `/meta` and accepted (default: delta, message, none). */
-  streamModes?: StreamMode[];
+  streamModes?: StreamMode[] | undefined;
   /** Serve `GET /meta` without authentication (default false). */
-  publicMeta?: boolean;
+  publicMeta?: boolean | undefined;
   /** SSE heartbeat interval in ms (default 15000; 0 disables, else an integer from 100 to MAX_TIMER_MS). */
-  heartbeatMs?: number;
+  heartbeatMs?: number | undefined;
   /** On close, how long running requests may take to finish (default 10000 ms; an integer from 0 to MAX_TIMER_MS). */
-  closeGraceMs?: number;
+  closeGraceMs?: number | undefined;
 }
 
 /** Every option of AapOptions (the compiler keeps this list and the interface the same). */

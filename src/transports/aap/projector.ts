@@ -36,9 +36,9 @@ export interface ProjectorOptions {
   classify: (partType: string) => PartClass;
   emit: (item: AapItem) => void;
   /** Calls already shown to the client in an earlier response (pending in `turnId` when this one starts). */
-  knownCalls?: Iterable<{ callId: string; side: CallSide; turnId: string }>;
+  knownCalls?: Iterable<{ callId: string; side: CallSide; turnId: string }> | undefined;
   /** Tool names never surfaced (respond() and its compatibility tools). */
-  hiddenTools?: ReadonlySet<string>;
+  hiddenTools?: ReadonlySet<string> | undefined;
 }
 
 /** Tools that are framework infrastructure, never AAP tool calls. */

@@ -93,9 +93,9 @@ export type AapSseEventName = keyof AapSseEvents;
 export interface AgentOptionSpec {
   type: 'text' | 'secret' | 'select';
   name: string;
-  title?: string;
-  description?: string;
-  options?: string[];
+  title?: string | undefined;
+  description?: string | undefined;
+  options?: string[] | undefined;
   default: string;
 }
 

@@ -29,17 +29,17 @@ export type { ClientFrame, FrameResult, ServerFrame } from './frames.js';
 export interface StreamsTransportOptions {
   runtime: SessionRuntime;
   /** Decides who is calling; EventSource cannot send headers, so it may read a cookie or `?token=`. */
-  authenticate?: Authenticate;
+  authenticate?: Authenticate | undefined;
   /** Directory served at `/` (the demo page). Omit to serve no files. */
-  webRoot?: string;
+  webRoot?: string | undefined;
   /** Per subscriber: bytes queued plus buffered in the socket (default 1 MiB; an integer of at least 1). */
-  maxBufferedBytes?: number;
+  maxBufferedBytes?: number | undefined;
   /** SSE comment / WebSocket heartbeat interval (default 15 000 ms; an integer from 100 to MAX_TIMER_MS). */
-  heartbeatMs?: number;
+  heartbeatMs?: number | undefined;
   /** SSE `retry:` (default 2 000 ms; an integer from 1 to MAX_TIMER_MS). */
-  retryMs?: number;
+  retryMs?: number | undefined;
   /** Largest WebSocket client frame (default 64 KiB; an integer of at least 1); 16 times this closes the connection with 1009. */
-  maxFrameBytes?: number;
+  maxFrameBytes?: number | undefined;
   /**
    * Browser origins (`https://app.example.com`) whose pages may open `/ws`, besides the server's
    * own origin; `'*'` allows any. A WebSocket is not covered by CORS: without this check a page
@@ -47,7 +47,7 @@ export interface StreamsTransportOptions {
    * server's own (its `Host`) nor listed is refused with 403. Clients that send no `Origin`
    * (servers, CLIs) are not browsers and are let through to the authentication hook.
    */
-  allowedOrigins?: readonly string[] | '*';
+  allowedOrigins?: readonly string[] | '*' | undefined;
 }
 
 export interface StreamsStats {
