@@ -40,6 +40,7 @@ export const MODEL_ERROR_CODES = Object.freeze([
   'model.timeout',
   'model.aborted',
   'model.max_tokens',
+  'model.context_window',
   'model.refusal',
   'model.stream_error',
   'model.server_error',

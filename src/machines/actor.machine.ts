@@ -90,7 +90,13 @@ const TOOLS_DISPATCH = Object.freeze({ type: 'tools.dispatch' as const });
 /** Stop reasons that cut a response short: it is never acted on, the turn fails. */
 const CUT_SHORT: Record<string, { code: string; message: string; userText: string; stop: 'max_tokens' | 'refusal' }> = {
   max_tokens: { code: 'model.max_tokens', message: 'the response hit the token limit before it was complete', userText: 'The answer was cut off because it grew too long.', stop: 'max_tokens' },
-  model_context_window_exceeded: { code: 'model.max_tokens', message: 'the response hit the token limit before it was complete', userText: 'The answer was cut off because it grew too long.', stop: 'max_tokens' },
+  // The conversation, not the answer, outgrew the model: another try meets the same wall.
+  model_context_window_exceeded: {
+    code: 'model.context_window',
+    message: "the conversation filled the model's context window before the response was complete",
+    userText: 'The conversation has grown too long for the assistant to go on with it; start a new one.',
+    stop: 'max_tokens',
+  },
   refusal: { code: 'model.refusal', message: 'the model declined to answer', userText: 'The assistant declined to answer this request.', stop: 'refusal' },
 };
 

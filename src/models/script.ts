@@ -7,6 +7,7 @@
  * the user's message, a tool result, a handoff, or a nudge/rejection.
  */
 import type { ModelErrorCode } from '../errors.js';
+import type { ModelStopReason } from '../types.js';
 
 export interface ModelScript {
   rules: ScriptRule[];
@@ -40,7 +41,7 @@ export interface ScriptMatch {
 export interface ScriptResponse {
   blocks: ScriptBlock[];
   /** Default 'tool_use' when a tool_use block is present, else 'end_turn'. */
-  stopReason?: 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | undefined;
+  stopReason?: ModelStopReason | undefined;
   /** Split each tool_use input JSON into chunks of this many characters (streams part.delta). */
   chunkSize?: number | undefined;
   /** Token counts reported for the call; a count left out is 0. */

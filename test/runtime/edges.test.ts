@@ -105,6 +105,17 @@ describe('turn loop edges', () => {
     expect(out.parts.at(-1)!.metadata).toMatchObject({ partType: 'error', code: 'model.max_tokens' });
   });
 
+  it('model:stop:context-window — a response cut off because the conversation filled the context window (model_context_window_exceeded) settles error model.context_window, not "the answer grew too long"', async () => {
+    const { rt } = harness(sequence([{ blocks: [respond([part('thinking', 'so far')], 'awaiting')], stopReason: 'model_context_window_exceeded' }]));
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a' });
+    const out = await (await s.send('hi')).settled;
+    expect(out).toMatchObject({ finalizedBy: 'error', stop: 'max_tokens', error: { code: 'model.context_window' } });
+    const error = out.parts.at(-1)!;
+    expect(error.metadata).toMatchObject({ partType: 'error', code: 'model.context_window' });
+    expect(error.text).toBe('The conversation has grown too long for the assistant to go on with it; start a new one.');
+  });
+
   it('model:history:well-formed — after a max_tokens stop that cut off tool calls, the next turn\'s history still answers every tool_use', async () => {
     const { rt, model } = harness(
       sequence([
