@@ -8,6 +8,7 @@
  */
 import type { ArtifactRecord, ArtifactStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
+import { clipForEcho } from '../text.js';
 import type { ArtifactRef, ToolArtifacts } from '../registries/types.js';
 import type { PartCheck, PartCheckContext } from '../registries/types.js';
 
@@ -50,7 +51,7 @@ const PART_FIELDS: readonly string[] = ['artifactId', 'mimeType', 'sizeBytes', '
 /** A JSON Pointer token for a field name (RFC 6901). */
 const pointer = (key: string): string => `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
 
-const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(v.slice(0, 64)) : String(JSON.stringify(v) ?? typeof v).slice(0, 64));
+const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(clipForEcho(v, 64)) : clipForEcho(String(JSON.stringify(v) ?? typeof v), 64));
 
 /** What a part naming `r` carries: exactly its record's fields. */
 function partData(r: ArtifactRecord): ArtifactRef {
@@ -76,7 +77,7 @@ export function artifactPartCheck(store: ArtifactStore): PartCheck {
         if (PART_FIELDS.includes(key)) continue;
         out.push({
           path: pointer(key),
-          message: `${JSON.stringify(key.slice(0, 64))} is not a field of an artifact part: give only { artifactId, mimeType, sizeBytes, name } exactly as the tool returned them (a link to the file is added when it is delivered)`,
+          message: `${JSON.stringify(clipForEcho(key, 64))} is not a field of an artifact part: give only { artifactId, mimeType, sizeBytes, name } exactly as the tool returned them (a link to the file is added when it is delivered)`,
         });
       }
       const { artifactId, mimeType, sizeBytes } = data;
@@ -86,7 +87,7 @@ export function artifactPartCheck(store: ArtifactStore): PartCheck {
       if (typeof artifactId !== 'string') return out;
       const r = store.head(artifactId);
       if (r === undefined || (r.tenantId ?? undefined) !== (ctx.tenantId ?? undefined) || r.sessionId !== ctx.sessionId) {
-        out.push({ path: '/artifactId', message: `no artifact ${JSON.stringify(artifactId.slice(0, 64))} exists in this conversation: name only an artifactId a tool returned in this conversation` });
+        out.push({ path: '/artifactId', message: `no artifact ${JSON.stringify(clipForEcho(artifactId, 64))} exists in this conversation: name only an artifactId a tool returned in this conversation` });
         return out;
       }
       if (typeof mimeType === 'string' && mimeType !== r.mimeType) {

@@ -38,6 +38,7 @@ import type {
 import { sessionOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
 import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
+import { pairSafeEnd } from '../text.js';
 
 type Accepted = Extract<RespondResult, { ok: true }>;
 
@@ -114,7 +115,7 @@ export function compatFallback(t: ActiveTurn, actor: ActorDefinition): { callId:
 /** A refused call's violations in one line, at most 500 characters. */
 function rejectionSummary(r: Extract<RespondResult, { ok: false }>): string {
   const line = r.violations.map((v) => `${v.path === '' ? '(the call)' : v.path}: ${v.message}`).join('; ');
-  return line.length > 500 ? `${line.slice(0, 497)}...` : line;
+  return line.length > 500 ? `${line.slice(0, pairSafeEnd(line, 497))}...` : line;
 }
 
 interface Thought {

@@ -13,6 +13,7 @@
  * events; error text is built only for invalid calls.
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { clipForEcho } from '../text.js';
 import type { Part } from '../types.js';
 import type { PartCheck, PartTypeDefinition, Registries, TurnStateDefinition, Violation } from '../registries/types.js';
 import type { RespondCall, RespondContext, RespondEvent, RespondResult } from './types.js';
@@ -96,7 +97,7 @@ function describe(v: unknown): string {
   if (v === null) return 'null';
   switch (typeof v) {
     case 'string': {
-      const s = JSON.stringify(v.length > MAX_VALUE_CHARS ? `${v.slice(0, MAX_VALUE_CHARS)}…` : v);
+      const s = JSON.stringify(clipForEcho(v, MAX_VALUE_CHARS));
       return `the string ${s}`;
     }
     case 'number':
@@ -111,7 +112,7 @@ function describe(v: unknown): string {
 
 /** A property name the model sent, on one line and bounded. */
 function quoteName(name: string): string {
-  return JSON.stringify(name.length > MAX_VALUE_CHARS ? `${name.slice(0, MAX_VALUE_CHARS)}…` : name);
+  return JSON.stringify(clipForEcho(name, MAX_VALUE_CHARS));
 }
 
 function quoteList(ids: readonly string[]): string {

@@ -17,6 +17,16 @@ function has(r: RespondResult, rule: string, path: string): boolean {
 }
 
 describe('respond() parser: rules', () => {
+  it('respond:parse:echo-whole-characters — a value or property name the model sent is echoed cut at whole characters: the refusal sent back to the model never holds half of an emoji', () => {
+    const long = 'a'.repeat(59) + '😀tail';
+    const lone = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    for (const input of [{ parts: [text('response')], turnState: long }, { parts: [text('response')], turnState: 'complete', [long]: 1 }]) {
+      const r = rejected(parser.parse(input, CTX));
+      expect(r.message).toContain(`"${'a'.repeat(59)}…"`);
+      expect(lone.test(r.message)).toBe(false);
+    }
+  });
+
   it('respond:parse:never-throws — any input gets a result', () => {
     const weird: unknown[] = [
       null, undefined, 0, -0, NaN, '', 'respond', true, [], [1, 2], {}, Symbol('x'), () => 1, 10n,
