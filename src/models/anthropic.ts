@@ -118,12 +118,29 @@ export function createAnthropicModel(options: AnthropicModelOptions = {}): Model
           sdkStream.controller.abort();
           throw notEventStreamError(response.status, contentType);
         }
+        // A block's start is held until its first content or its stop: a failure before then has
+        // given the consumer nothing, so the attempt may still be retried (with thinking on, nearly
+        // every response starts a block at once).
+        let held: ModelEvent | undefined;
         for await (const raw of sdkStream) {
           run.touch();
           if (signal.aborted) break;
           const ev = acc.map(raw);
           if (ev === undefined) continue;
+          if (ev.type === 'block.start' && !run.yielded) {
+            held = ev;
+            continue;
+          }
           run.yielded = true;
+          if (held !== undefined) {
+            const start = held;
+            held = undefined;
+            run.consuming = true;
+            yield start;
+            run.consuming = false;
+            run.touch();
+            if (signal.aborted) break;
+          }
           run.consuming = true;
           yield ev;
           run.consuming = false;

@@ -114,6 +114,24 @@ describe('anthropic adapter: error mapping', () => {
     expect(events.filter((e) => e.type === 'block.start')).toHaveLength(1);
   });
 
+  it('models:error:stream-error-after-block-start — "retried only while none of the failed attempt\'s events has been yielded": an overloaded error right after a block\'s start (a thinking block, before any of its text) has given the consumer nothing, so it is retried, and the consumer sees one response', async () => {
+    const thinking = (): LoopbackTurn => ({
+      content: [
+        { type: 'thinking', thinking: 'Weighing the fares.', signature: 'sig' },
+        { type: 'tool_use', name: 'respond', input: respondInput('Two options found.'), id: 'toolu_ok' },
+      ],
+      split: 4,
+      pingEvery: 0,
+    });
+    // Events: message_start, content_block_start (thinking), then the error.
+    r = await rig([{ ...thinking(), streamError: { afterEvents: 2, type: 'overloaded_error' } }, thinking()], { retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 1 } });
+    const { events, error } = await collect(r.model.stream(request(), never()));
+    expect(error).toBeUndefined();
+    expect(r.server.requests).toHaveLength(2);
+    expect(events.filter((e) => e.type === 'block.start').map((e) => (e.type === 'block.start' ? e.block.type : ''))).toEqual(['thinking', 'tool_use']);
+    expect(events.at(-1)?.type).toBe('message.stop');
+  });
+
   it('models:error:stream-error-late — an error event after events were yielded is thrown, not retried', async () => {
     r = await rig([{ ...ok(), pingEvery: 0, streamError: { afterEvents: 5, type: 'overloaded_error', message: 'Overloaded' } }, ok()]);
     const { events, error } = await collect(r.model.stream(request(), never()));
