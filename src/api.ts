@@ -219,8 +219,13 @@ export interface SessionRuntime {
   agentCard(actorName: string): AgentCard;
   /** Throws TurnstateError('actor.unknown') for an unregistered actor, as agentCard does. */
   createSession(opts: CreateSessionOptions): Promise<SessionHandle>;
-  /** A session by id (reactivated from the store if passivated), or undefined (also once the runtime is closed: see `closed`). */
-  session(id: string): Promise<SessionHandle | undefined>;
+  /**
+   * A session by id (reactivated from the store if passivated), or undefined (also once the runtime
+   * is closed: see `closed`). With `visibleTo`, a session of another tenant than that principal's
+   * (a principal without a tenant sees only sessions without one) is undefined too, and is not
+   * woken from the store for the asking: what a transport serving many tenants uses.
+   */
+  session(id: string, opts?: { visibleTo?: Principal | undefined }): Promise<SessionHandle | undefined>;
   /**
    * True once `close()` was called. A session the runtime no longer hands out is then not
    * missing: transports answer `runtime.closed` (HTTP 503, retry against another instance), never

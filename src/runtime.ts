@@ -181,9 +181,9 @@ export function createRuntime(options: RuntimeOptions): TurnstateRuntime {
       return sessions.create(record, opts.id !== undefined || !freshIds);
     },
 
-    async session(id: string) {
+    async session(id: string, opts?: { visibleTo?: Principal | undefined }) {
       if (sessions.closed) return undefined;
-      const host = await sessions.activate(id);
+      const host = await sessions.activate(id, opts?.visibleTo);
       return host ? sessions.handleFor(host) : undefined;
     },
 

@@ -10,7 +10,7 @@
 import type { ArtifactStore, SessionHandle, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { SessionRecord } from '../types.js';
+import type { Principal, SessionRecord } from '../types.js';
 import type { LiveSubject } from './journal.js';
 import { SessionHost, type HostDeps, type HostState } from './session-host.js';
 import { SessionRef } from './session-ref.js';
@@ -136,9 +136,15 @@ export class SessionDirectory {
   }
 
   /** The live host of `id`, woken (and recovered) from the store if need be; undefined if there is no such session. */
-  async activate(id: string): Promise<SessionHost | undefined> {
+  async activate(id: string, visibleTo?: Principal): Promise<SessionHost | undefined> {
     const live = this.usable(id);
-    if (live) return live;
+    if (live) return visibleTo === undefined || sameTenant(visibleTo, live.record.tenantId) ? live : undefined;
+    if (visibleTo !== undefined) {
+      // Another tenant's session is not woken for the asking: its stored record decides first.
+      const record = await this.store.getSession(id);
+      if (record === undefined || !sameTenant(visibleTo, record.tenantId)) return undefined;
+      return this.activate(id);
+    }
     // Not woken while being deleted (session:delete:during-activation); live once created.
     if (this.deleting.has(id)) return undefined;
     const made = this.creating.get(id);
@@ -343,4 +349,9 @@ export class SessionDirectory {
       this.sweepAt = Math.max(1024, this.dormant.size * 2);
     }
   }
+}
+
+/** Whether `principal` may see a session of `tenantId` (a principal without a tenant sees only sessions without one). */
+function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
+  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
 }

@@ -431,11 +431,12 @@ export function sameTenant(principal: Principal, tenantId: string | undefined): 
  * of a closed runtime is, so a client retries elsewhere instead of taking the session for gone.
  */
 export async function visibleSession(runtime: SessionRuntime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
-  const session = await runtime.session(sessionId);
+  const session = await runtime.session(sessionId, { visibleTo: principal });
   if (session === undefined) {
     if (runtime.closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
     return undefined;
   }
+  // Checked again: a SessionRuntime of an embedder's own may not honour visibleTo.
   return sameTenant(principal, session.record.tenantId) ? session : undefined;
 }
 
@@ -444,7 +445,8 @@ export async function visibleSession(runtime: SessionRuntime, principal: Princip
 /** Headers for an SSE response (no caching, no proxy buffering). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
-  'cache-control': 'no-cache, no-transform',
+  // no-store too: a stream opened with ?token= has no Authorization header to keep shared caches off it.
+  'cache-control': 'no-cache, no-store, no-transform',
   'x-content-type-options': 'nosniff',
   connection: 'keep-alive',
   'x-accel-buffering': 'no',

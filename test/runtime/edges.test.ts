@@ -404,6 +404,25 @@ describe('turn loop edges', () => {
     }
   });
 
+  it('api:session-visible-to — "with visibleTo, a session of another tenant is undefined too, and is not woken from the store for the asking": a passivated session stays asleep for another tenant\'s (or a tenant-less) principal, and wakes for its own', async () => {
+    const { rt } = harness({ rules: [{ respond: answer(respond([part('response', 'ok')], 'complete')) }] });
+    rt.registries.actors.register({ name: 'a' });
+    const s = await rt.createSession({ actor: 'a', tenantId: 'acme' });
+    await (await s.send('hi')).settled;
+    expect(rt.passivateIdle()).toBe(1);
+    for (const visibleTo of [{ userId: 'eve', tenantId: 'globex' }, { userId: 'nobody' }]) {
+      expect(await rt.session(s.id, { visibleTo })).toBeUndefined();
+      expect(rt.liveSessions).toBe(0);
+    }
+    expect(await rt.session('sess_missing', { visibleTo: { tenantId: 'acme' } })).toBeUndefined();
+    const own = await rt.session(s.id, { visibleTo: { userId: 'ana', tenantId: 'acme' } });
+    expect(own?.id).toBe(s.id);
+    expect(rt.liveSessions).toBe(1);
+    // Live now: still not handed to another tenant.
+    expect(await rt.session(s.id, { visibleTo: { tenantId: 'globex' } })).toBeUndefined();
+    await rt.close();
+  });
+
   it('api:session-exists-stored — "a session with id ... already exists" holds for a session only the store has (passivated), whether the id is the caller\'s or comes from a custom id source; a fresh id of the built-in source never names one', async () => {
     const store = createMemoryStore();
     const ids = ['sess_custom', 'sess_custom'];

@@ -44,6 +44,8 @@ export function jsonSink(res: ServerResponse): Sink {
         'content-type': 'application/json; charset=utf-8',
         'content-length': String(Buffer.byteLength(body)),
         'cache-control': 'no-store',
+        // The body echoes the user's and the model's text: never sniffed as HTML (as sendJson's).
+        'x-content-type-options': 'nosniff',
         ...(error === undefined ? {} : { 'turnstate-error-code': error.code }),
       });
       res.end(body);

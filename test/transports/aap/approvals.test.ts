@@ -116,6 +116,8 @@ describe('untrusted server tools (tool_permission)', () => {
     const r = await turn(h.url, sid, { stream: 'none', messages: unresolved.map((u: any) => ({ role: 'tool_permission', toolCallId: u.toolCallId, granted: true })) });
     expect(r.json.stopReason).toBe('end_turn');
     expect(textOf(r)).toMatch(/^Booked/);
+    // It echoes the user's and the model's text: never sniffed as HTML.
+    expect(r.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
   it('aap:none:tool_use-matches-sse — the none-mode tool_use stop holds the blocks SSE modes show as tool_call', async () => {

@@ -38,6 +38,8 @@ describe('streams: SSE over 127.0.0.1 against the real runtime', () => {
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(r.headers.get('cache-control')).toContain('no-cache');
+    // A stream opened with ?token= carries no Authorization header to keep a shared cache off it.
+    expect(r.headers.get('cache-control')).toContain('no-store');
     expect(r.headers.get('x-accel-buffering')).toBe('no');
     expect(r.headers.get('connection')).toBe('keep-alive');
     expect(r.headers.get('content-encoding')).toBeNull();
