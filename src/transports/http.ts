@@ -414,6 +414,9 @@ export async function authenticateRequest(
     return undefined;
   }
   if (result.ok) return result.principal;
+  // A refused request's body is not read: the connection closes after the answer, instead of
+  // staying open while a client with no key trickles a body in (until Node's 300 s request limit).
+  if (!req.complete) res.shouldKeepAlive = false;
   const code = result.status === 401 ? 'auth.unauthenticated' : 'auth.forbidden';
   sendJson(res, result.status, errorBody(code, result.message), result.status === 401 ? { 'www-authenticate': 'Bearer' } : undefined);
   return undefined;

@@ -2,7 +2,7 @@
  * Shared HTTP helpers (src/transports/http.ts) over a real loopback node:http server.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { createParser } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TurnstateError } from '../../src/errors.js';
@@ -184,5 +184,32 @@ describe('SSE framing', () => {
       { event: 'x', data: 'a\nb', id: '7' },
       { event: 'y', data: '{"k":"v"}' },
     ]);
+  });
+});
+
+describe('authenticateRequest', () => {
+  it('http:auth:refused-closes — "a refused request\'s body is not read": a client with no key that trickles a body in gets its 401 with connection: close and loses the socket, instead of holding it until Node\'s 300 s request limit', async () => {
+    handler = async (req, res) => {
+      const principal = await authenticateRequest(req, res, async () => ({ ok: false, status: 401, message: 'no key' }));
+      if (principal !== undefined) sendJson(res, 200, {});
+    };
+    const { port } = server.address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    let answer = '';
+    socket.on('data', (d) => (answer += d.toString()));
+    const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now())));
+    socket.write('POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n{');
+    const drip = setInterval(() => socket.writable && socket.write(' '), 200);
+    const t0 = Date.now();
+    try {
+      const at = await Promise.race([closed, new Promise<number>((resolve) => setTimeout(() => resolve(-1), 3_000))]);
+      expect(answer).toMatch(/^HTTP\/1\.1 401 /);
+      expect(answer.toLowerCase()).toContain('connection: close');
+      expect(at, 'the server closed the socket').toBeGreaterThan(0);
+      expect(at - t0).toBeLessThan(3_000);
+    } finally {
+      clearInterval(drip);
+      socket.destroy();
+    }
   });
 });
