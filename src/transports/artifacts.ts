@@ -22,7 +22,8 @@ import type { ArtifactLinks } from '../envelope/artifact-links.js';
 import { TurnstateError } from '../errors.js';
 import { formatValue } from '../limits.js';
 import { unknownOptionProblem } from '../registries/registry.js';
-import { authenticateRequest, HttpError, requestUrl, sameTenant, sendError } from './http.js';
+import { HttpError, requestUrl, sendError } from './http.js';
+import { authenticateRequest, sameTenant } from './access.js';
 import type { Authenticate, HttpTransport } from './types.js';
 
 const PREFIX = '/artifacts/';

@@ -391,58 +391,6 @@ export function requestUrl(req: IncomingMessage): URL {
   }
 }
 
-/* ------------------------------------------------------------------ authentication */
-
-/** The principal when no authentication hook is configured (single-tenant, local use). */
-export const ANONYMOUS_PRINCIPAL: Principal = Object.freeze({ userId: 'anonymous' }) as Principal;
-
-/**
- * Runs the authentication hook. Resolves the principal, or writes 401/403 (JSON error body,
- * `www-authenticate: Bearer` on 401) and resolves undefined. A throwing hook is a 500.
- */
-export async function authenticateRequest(
-  req: IncomingMessage,
-  res: ServerResponse,
-  authenticate: Authenticate | undefined,
-): Promise<Principal | undefined> {
-  if (authenticate === undefined) return ANONYMOUS_PRINCIPAL;
-  let result;
-  try {
-    result = await authenticate(req);
-  } catch (e) {
-    sendError(res, new HttpError(500, 'auth.failed', `authentication hook failed: ${(e as Error).message}`, { cause: e }));
-    return undefined;
-  }
-  if (result.ok) return result.principal;
-  // A refused request's body is not read: the connection closes after the answer, instead of
-  // staying open while a client with no key trickles a body in (until Node's 300 s request limit).
-  if (!req.complete) res.shouldKeepAlive = false;
-  const code = result.status === 401 ? 'auth.unauthenticated' : 'auth.forbidden';
-  sendJson(res, result.status, errorBody(code, result.message), result.status === 401 ? { 'www-authenticate': 'Bearer' } : undefined);
-  return undefined;
-}
-
-/** Whether a principal may see a session of the given tenant (absent tenants match each other only). */
-export function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
-  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
-}
-
-/**
- * The session if it exists and belongs to the principal's tenant; undefined otherwise, so a
- * session of another tenant is indistinguishable from a missing one. Once the runtime is closed
- * nothing is missing: every session is refused with `runtime.closed` (503), as every other call
- * of a closed runtime is, so a client retries elsewhere instead of taking the session for gone.
- */
-export async function visibleSession(runtime: SessionRuntime, principal: Principal, sessionId: string): Promise<SessionHandle | undefined> {
-  const session = await runtime.session(sessionId, { visibleTo: principal });
-  if (session === undefined) {
-    if (runtime.closed) throw new TurnstateError('runtime.closed', 'the runtime is closed');
-    return undefined;
-  }
-  // Checked again: a SessionRuntime of an embedder's own may not honour visibleTo.
-  return sameTenant(principal, session.record.tenantId) ? session : undefined;
-}
-
 /* ------------------------------------------------------------------ SSE */
 
 /** Headers for an SSE response (no caching, no proxy buffering). */

@@ -9,15 +9,14 @@ import { TurnstateError } from '../../src/errors.js';
 import {
   HttpError,
   Router,
-  authenticateRequest,
   formatSse,
   formatSseComment,
   readJsonBody,
-  sameTenant,
   sendError,
   sendJson,
   toHttpError,
 } from '../../src/transports/http.js';
+import { authenticateRequest, sameTenant } from '../../src/transports/access.js';
 
 let server: Server;
 let url: string;

@@ -14,16 +14,14 @@ import {
   DEFAULT_MAX_BODY_BYTES,
   HttpError,
   Router,
-  authenticateRequest,
   readJsonBody,
   requestUrl,
-  sameTenant,
-  visibleSession,
   sendError,
   sendJson,
   sendNoContent,
   type RouteParams,
 } from '../http.js';
+import { authenticateRequest, sameTenant, visibleSession } from '../access.js';
 import {
   agentInfo,
   checkClientTools,

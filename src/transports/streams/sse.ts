@@ -15,7 +15,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
 import { clipForEcho } from '../../text.js';
-import { authenticateRequest, formatSseComment, HttpError, requestUrl, sendError, SSE_HEADERS, visibleSession } from '../http.js';
+import { formatSseComment, HttpError, requestUrl, sendError, SSE_HEADERS } from '../http.js';
+import { authenticateRequest, visibleSession } from '../access.js';
 import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
 import { type Follow, follow } from './follow.js';
 import { BoundedSubscriber } from './subscriber.js';

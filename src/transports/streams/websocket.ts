@@ -21,7 +21,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import type { Principal } from '../../types.js';
-import { ANONYMOUS_PRINCIPAL, rejectUpgrade, visibleSession } from '../http.js';
+import { rejectUpgrade } from '../http.js';
+import { ANONYMOUS_PRINCIPAL, visibleSession } from '../access.js';
 import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
 import {
   CloseCode,
