@@ -1,10 +1,13 @@
 #!/usr/bin/env node
 /**
- * The `turnstate` command. `turnstate serve` runs until SIGINT/SIGTERM, then shuts down
- * gracefully (in-flight requests finish, the store is closed); a second signal a second or more
- * later exits at once.
+ * The `turnstate` command. `turnstate serve` runs until SIGINT, SIGTERM or SIGHUP (a closed
+ * terminal, or a supervisor's stop), then shuts down gracefully (in-flight requests finish, the
+ * store is closed); a second signal a second or more later exits at once, with 128 + the
+ * signal's number (130 SIGINT, 143 SIGTERM, 129 SIGHUP), as a shell reports a process the
+ * signal ended.
  */
 import { readFileSync } from 'node:fs';
+import { constants } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, UsageError, USAGE } from './args.js';
 import { PACKAGE_ROOT, serve } from './serve.js';
@@ -42,7 +45,7 @@ async function main(argv: string[]): Promise<number> {
         // Under `npm start` one Ctrl-C arrives twice (from the terminal and relayed by tsx).
         if (Date.now() - stoppingSince < 1000) return;
         process.stderr.write(`turnstate: ${signal} again, exiting now\n`);
-        process.exit(130);
+        process.exit(128 + (constants.signals[signal as keyof typeof constants.signals] ?? 2));
       }
       stoppingSince = Date.now();
       process.stdout.write(`turnstate: ${signal} received, shutting down (finishing in-flight requests)\n`);
@@ -60,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
     };
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
+    process.on('SIGHUP', onSignal);
   });
   return process.exitCode === undefined ? 0 : Number(process.exitCode);
 }

@@ -25,7 +25,8 @@ import { createStreamsTransport } from '../transports/streams/index.js';
 import type { Authenticate, HttpTransport } from '../transports/types.js';
 import { envValue, type ServeArgs } from './args.js';
 import { authFromEnv } from './auth.js';
-import { lockDataDir } from './data-lock.js';
+import { lockDataDir, unusableDataDir } from './data-lock.js';
+import { createOpLog, loggingModel, logServerError, secretsOf } from './oplog.js';
 
 /** How long `serve` keeps an idle session in memory by default (5 minutes). */
 export const DEFAULT_PASSIVATE_AFTER_MS = 300_000;
@@ -34,6 +35,8 @@ export interface ServeOptions extends ServeArgs {
   env?: NodeJS.ProcessEnv;
   /** Progress lines (default: stdout). */
   log?: (line: string) => void;
+  /** Operational lines, one per failure: each 5xx answered, each failed model call (default: stderr; oplog.ts). */
+  errorLog?: (line: string) => void;
   /** Override the authentication hook (default: from TURNSTATE_API_KEYS). */
   authenticate?: Authenticate;
   /** Where clients reach this server, for signed artifact links (default: env TURNSTATE_PUBLIC_URL, else the listening URL). */
@@ -96,7 +99,7 @@ function makeDataDir(dataDir: string): void {
     mkdirSync(dataDir, { recursive: true });
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw e;
+    if (code !== 'EEXIST' && code !== 'ENOTDIR') throw unusableDataDir(dataDir, e) ?? e;
     // The nearest existing path: the file in the way.
     let at = dataDir;
     while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
@@ -168,9 +171,28 @@ function listenError(e: unknown, opts: ServeArgs): unknown {
   return e;
 }
 
+/** How many session ids the `resumed:` line names (the count says how many there are). */
+const RESUMED_SHOWN = 5;
+
+/** `3 unfinished turn(s): a, b, c`, or with more than RESUMED_SHOWN ids, the first ones `and N more`. */
+export function resumedLine(ids: readonly string[]): string {
+  const more = ids.length - RESUMED_SHOWN;
+  return `${ids.length} unfinished turn(s): ${ids.slice(0, RESUMED_SHOWN).join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+}
+
+/** A store file that is not a database says what to do about it. */
+function storeOpenError(e: unknown): unknown {
+  const details = (e as { details?: { sqliteCode?: unknown } }).details;
+  if (details?.sqliteCode === 'SQLITE_NOTADB' || (e instanceof Error && /: file is not a database$/.test(e.message))) {
+    return new Error(`${(e as Error).message} (restore a backup, or move the file aside to start empty)`, { cause: e });
+  }
+  return e;
+}
+
 export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   const env = opts.env ?? process.env;
   const log = opts.log ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const opLog = createOpLog(secretsOf(env), opts.errorLog);
   const dataDir = resolve(opts.dataDir);
   makeDataDir(dataDir);
 
@@ -197,6 +219,8 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     modelName = 'scripted (travel desk demo script; set ANTHROPIC_API_KEY to use Claude)';
   }
 
+  // Each failed model call is logged as it fails (a wrong key fails every turn, and says so).
+  model = loggingModel(model, opLog);
   const authenticate = opts.authenticate ?? authFromEnv(envValue(env, 'TURNSTATE_API_KEYS'));
   const dbPath = join(dataDir, 'turnstate.db');
   // One server per data directory (data-lock.ts); released when it closes or fails to start.
@@ -209,7 +233,12 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   let artifactLinks: ArtifactLinks;
   const publicUrl = opts.publicUrl ?? envValue(env, 'TURNSTATE_PUBLIC_URL');
   try {
-    const store = createSqliteStore({ path: dbPath });
+    let store;
+    try {
+      store = createSqliteStore({ path: dbPath });
+    } catch (e) {
+      throw storeOpenError(e);
+    }
     const artifacts = createFileArtifactStore({ dir: join(dataDir, 'artifacts') });
     // A long-running server: idle sessions leave memory (they wake from the store when used).
     runtime = createRuntime({ model, store, artifacts, passivateAfterMs: opts.passivateAfterMs ?? DEFAULT_PASSIVATE_AFTER_MS });
@@ -238,7 +267,14 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
     ];
     const allowedHosts = opts.allowedHosts?.includes('*') ? '*' : opts.allowedHosts;
     try {
-      server = await startServer({ runtime, transports, port: opts.port, host: opts.host, ...(allowedHosts ? { allowedHosts } : {}) });
+      server = await startServer({
+        runtime,
+        transports,
+        port: opts.port,
+        host: opts.host,
+        ...(allowedHosts ? { allowedHosts } : {}),
+        onError: logServerError(opLog),
+      });
     } catch (e) {
       throw listenError(e, opts);
     }
@@ -253,12 +289,12 @@ export async function serve(opts: ServeOptions): Promise<ServeHandle> {
   log(`  data directory: ${dataDir} (SQLite ${dbPath}, artifacts in ${join(dataDir, 'artifacts')})`);
   log(`  agents:         ${agentNames.join(', ')}`);
   log(`  artifact links: ${(publicUrl ?? server.url).replace(/\/+$/, '')}/artifacts/{id}?exp=…&sig=… (key ${join(dataDir, 'artifact-links.key')})`);
-  if (resumed.length > 0) log(`  resumed:        ${resumed.length} unfinished turn(s): ${resumed.join(', ')}`);
+  if (resumed.length > 0) log(`  resumed:        ${resumedLine(resumed)}`);
   // Loud, but not fatal: one damaged session must not keep the others (and the server) down.
   for (const f of failed) log(`  NOT RESUMED:    ${f.message} (${f.code})`);
   log(`  AAP:            ${server.url}/meta`);
   if (existsSync(webRoot)) log(`  demo page:      ${server.url}/`);
-  log(`  pid:            ${process.pid} (SIGINT or SIGTERM stops it gracefully)`);
+  log(`  pid:            ${process.pid} (SIGINT, SIGTERM or SIGHUP stops it gracefully)`);
   log(`listening on ${server.url}`);
 
   let closing: Promise<void> | undefined;

@@ -38,7 +38,7 @@ export function takeFileLock(path: string, holder: number): FileLock | undefined
     } catch (e) {
       db?.close();
       if (busy(e)) return undefined;
-      throw e;
+      throw lockFailed(path, e);
     }
     if (names(path)) {
       const held = db;
@@ -56,6 +56,17 @@ export function takeFileLock(path: string, holder: number): FileLock | undefined
     db.close();
   }
   return undefined;
+}
+
+/**
+ * What kept the lock from being taken, naming the file (SQLite says only `unable to open database
+ * file`); the cause's `code` (SQLITE_CANTOPEN, SQLITE_READONLY, ...) is kept for the caller.
+ */
+function lockFailed(path: string, e: unknown): Error {
+  const err = new Error(`cannot take the lock ${path}: ${e instanceof Error ? e.message : String(e)}`, { cause: e }) as Error & { code?: unknown };
+  const code = (e as { code?: unknown } | null)?.code;
+  if (code !== undefined) err.code = code;
+  return err;
 }
 
 /** Whether `path` names the file this process holds: a second connection cannot read it. */

@@ -39,6 +39,25 @@ export interface StartServerOptions {
   closeRuntime?: boolean | undefined;
   /** Grace period for open connections on close before they are destroyed (default 5000 ms; an integer from 0 to MAX_TIMER_MS). */
   closeTimeoutMs?: number | undefined;
+  /**
+   * Called once for every response the server answers with a 5xx status (a transport's or its
+   * own), as it is sent: the method, the path without its query string (where `?token=` keys
+   * ride), the status and the error body's code and message. For an operator's log (`turnstate
+   * serve` writes one stderr line each); nothing is called for other responses. A hook that
+   * throws is ignored.
+   */
+  onError?: ((event: ServerErrorEvent) => void) | undefined;
+}
+
+/** A 5xx response as `onError` sees it. */
+export interface ServerErrorEvent {
+  readonly method: string;
+  /** The request path, without its query string. */
+  readonly path: string;
+  readonly status: number;
+  /** The JSON error body's `error.code` (undefined when the body is not such an error). */
+  readonly code: string | undefined;
+  readonly message: string | undefined;
 }
 
 export interface RunningServer {
@@ -59,6 +78,7 @@ const KNOWN: Readonly<Record<keyof StartServerOptions, true>> = {
   allowedHosts: true,
   closeRuntime: true,
   closeTimeoutMs: true,
+  onError: true,
 };
 const SERVER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 
@@ -89,6 +109,42 @@ function checkServerOptions(opts: StartServerOptions): void {
   if (opts.closeRuntime !== undefined && typeof opts.closeRuntime !== 'boolean') throw bad(`\`closeRuntime\` must be a boolean, got ${formatValue(opts.closeRuntime)}`);
   const closeTimeout = timerMsProblem('closeTimeoutMs', opts.closeTimeoutMs, 0);
   if (closeTimeout !== undefined) throw bad(closeTimeout);
+  if (opts.onError !== undefined && typeof opts.onError !== 'function') throw bad(`\`onError\` must be a function, got ${formatValue(opts.onError)}`);
+}
+
+/** Calls `onError` once if `res` is ended with a 5xx status, with the code and message of its JSON error body. */
+function reportServerErrors(req: IncomingMessage, res: ServerResponse, onError: (event: ServerErrorEvent) => void): void {
+  const end = res.end;
+  let reported = false;
+  res.end = function (this: ServerResponse, ...args: unknown[]) {
+    if (!reported && res.statusCode >= 500) {
+      reported = true;
+      const chunk = args[0];
+      let code: string | undefined;
+      let message: string | undefined;
+      if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) {
+        try {
+          const err = (JSON.parse(chunk.toString()) as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+          if (typeof err?.code === 'string') code = err.code;
+          if (typeof err?.message === 'string') message = err.message;
+        } catch {
+          // Not a JSON error body: the status alone.
+        }
+      }
+      let path = (req.url ?? '/').split('?')[0]!;
+      try {
+        path = requestUrl(req).pathname;
+      } catch {
+        // A target that is not a path: as received, without its query.
+      }
+      try {
+        onError({ method: req.method ?? 'GET', path, status: res.statusCode, code, message });
+      } catch {
+        // An operator's hook must not break the response.
+      }
+    }
+    return (end as (...a: unknown[]) => ServerResponse).apply(this, args);
+  } as typeof res.end;
 }
 
 /** Starts the server; resolves once it listens. Its options are checked first (checkServerOptions). */
@@ -100,7 +156,9 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
 
   const hostProblem = hostCheck(host, opts.allowedHosts);
 
+  const onError = opts.onError;
   const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (onError !== undefined) reportServerErrors(req, res, onError);
     if (closing !== undefined) res.shouldKeepAlive = false;
     try {
       const refused = hostProblem(req);

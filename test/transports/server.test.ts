@@ -152,7 +152,7 @@ describe('startServer', () => {
 
   it('server:options:unknown — "a misspelt option is refused naming it and the option it resembles, never ignored", as createRuntime, createAapHandler and createStreamsTransport do: closeTimeoutMS: 10 left the grace period at 5 s, silently; refused (options.invalid) before the server listens', async () => {
     const rt = runtime();
-    const names = 'runtime, transports, port, host, allowedHosts, closeRuntime, closeTimeoutMs';
+    const names = 'runtime, transports, port, host, allowedHosts, closeRuntime, closeTimeoutMs, onError';
     try {
       for (const [opts, message] of [
         [{ closeTimeoutMS: 10 }, `startServer: \`closeTimeoutMS\` is not an option (did you mean \`closeTimeoutMs\`?); the options are ${names}`],

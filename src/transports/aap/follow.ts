@@ -25,8 +25,8 @@ export interface TurnFollower {
    * (e.g. the store failed to record it) stops with the outcome's reason.
    */
   outcome(o: TurnOutcome, graceMs?: number): void;
-  /** Stop following with this reason (no-op once stopped). */
-  stop(reason: StopReason): void;
+  /** Stop following with this reason (no-op once stopped); `why`: the error an `error` stop reports. */
+  stop(reason: StopReason, why?: TurnError): void;
   readonly done: Promise<StopReason>;
   /** Once stopped with `error`: the error the runtime reported for the turn, when it reported one. */
   readonly error: TurnError | undefined;
@@ -213,7 +213,7 @@ export function followTurn(opts: FollowOptions): TurnFollower {
       };
       setTimeout(tick, graceMs).unref();
     },
-    stop: (reason) => stop(reason),
+    stop: (reason, why) => stop(reason, why),
     done,
     get error() {
       return error;

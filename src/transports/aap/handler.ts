@@ -278,8 +278,13 @@ export function createAapHandler(opts: AapOptions): AapHandler {
     if (timer !== undefined) clearTimeout(timer);
     // Turns still running past the grace period: the server destroys the connections next, so
     // each response ends here with its turn_stop (error: the turn did not finish on this stream),
-    // never a dropped socket.
-    await running.stopAll('error');
+    // never a dropped socket, saying why (as an errored turn does: turn_stop's `error`, or the
+    // `turnstate-error-code` header of a `none` response).
+    await running.stopAll('error', {
+      code: 'server.closing',
+      message:
+        'the server shut down before this turn finished; the turn resumes when the server is back, and the session\'s history shows how it ended',
+    });
   };
   return handler;
 }

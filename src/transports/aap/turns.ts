@@ -14,7 +14,7 @@ import type { SendOptions, SessionHandle, SessionRuntime, SessionSnapshot, TurnT
 import type { ApprovalRecord, Principal, SessionEvent } from '../../types.js';
 import { HttpError } from '../http.js';
 import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, howToEnableTools, trustedToolNames, type ResolvedAgent } from './agents.js';
-import { followTurn } from './follow.js';
+import { followTurn, type TurnError } from './follow.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
 import { extraFields, jsonSink, sseSink, type Sink } from './sinks.js';
 import { AAP_METADATA_KEY, AAP_REQUEST_KEY, merge, type AapSessionConfig, type SessionConfigs } from './session-config.js';
@@ -49,15 +49,16 @@ export interface TurnRequestContext {
  * body) before the server destroys the connections, and resolves once they are written.
  */
 export class RunningTurns {
-  readonly #stops = new Set<(reason: StopReason) => Promise<void>>();
+  readonly #stops = new Set<(reason: StopReason, why?: TurnError) => Promise<void>>();
 
-  add(stop: (reason: StopReason) => Promise<void>): () => void {
+  add(stop: (reason: StopReason, why?: TurnError) => Promise<void>): () => void {
     this.#stops.add(stop);
     return () => this.#stops.delete(stop);
   }
 
-  async stopAll(reason: StopReason): Promise<void> {
-    await Promise.allSettled([...this.#stops].map((stop) => stop(reason)));
+  /** `why`: the error each response reports when `reason` is `error` (its turn_stop's `error`, a JSON response's header). */
+  async stopAll(reason: StopReason, why?: TurnError): Promise<void> {
+    await Promise.allSettled([...this.#stops].map((stop) => stop(reason, why)));
   }
 }
 
@@ -364,8 +365,8 @@ function startRun(ctx: TurnRequestContext, afterSeq: number, known: { callId: st
     stopped = reason;
     if (begun) end(reason);
   });
-  const leave = ctx.running.add((reason) => {
-    follower.stop(reason);
+  const leave = ctx.running.add((reason, why) => {
+    follower.stop(reason, why);
     return finished;
   });
   void finished.then(leave);
