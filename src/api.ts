@@ -122,7 +122,15 @@ export interface SessionSnapshot {
   pendingClientCalls: { callId: string; tool: string; args: unknown }[];
   /** Set while the turn waits in a state that holds the actor: what resumes it (as on TurnOutcome). */
   held?: { resumeOn: string };
+  /** How many messages wait behind the running turn (double-texting `queue`). */
   queued: number;
+  /**
+   * The messages waiting behind the running turn, in queue order (the order their turns start):
+   * each one's `turnId` (as its `TurnRef` and, later, its `turn.started` carry it) and text. The
+   * log has no event for a waiting message until its turn starts; this is where a client that
+   * (re)connects finds it.
+   */
+  queuedMessages: Array<{ turnId: string; text: string }>;
 }
 
 export interface SessionHandle {

@@ -7,7 +7,12 @@
 // makes (dist/surfaces.js); a click goes back over the same WebSocket as an `action` frame.
 // Nothing typed is lost: the message box keeps a message until the server says it accepted it
 // (its `sent` reply, matched by ref), and stays usable while the connection is re-established.
-// A message accepted behind a running turn (queued) shows at once, marked as waiting for it.
+// A message accepted behind a running turn (queued) shows at once, marked as waiting for it; the
+// messages waiting when the page subscribes (the `subscribed` reply names them) show so too, in
+// every tab and after a reload, each once. A message whose reply a dropped connection lost is
+// confirmed by its turn.started, or by its text among the queued messages a new subscription
+// names: the box is cleared then, so Enter cannot send it a second time.
+// When the page stops (a deleted conversation, a refused key) nothing is left marked as working.
 // A connection that goes silent (a network partition delivers no close) is noticed by its
 // missing heartbeats, closed and re-opened.
 
@@ -100,6 +105,8 @@ const state = {
   lastActor: 'agent',
   /** Messages accepted behind the running turn (`sent` with queued: true): turnId → their bubble. */
   queued: new Map(),
+  /** Messages the `subscribed` reply named as queued, shown once the replay has caught up (after the log). */
+  queuedOnSubscribe: [],
   startedTurns: new Set(),
   /** Approvals waiting for an answer: approvalId → tool (the status line says the turn waits for them). */
   waiting: new Map(),
@@ -391,6 +398,12 @@ function stop(refusal) {
   settleSend();
   setConn('offline');
   setComposer(false);
+  // Nothing more will arrive: no turn is shown as working, no part as streaming.
+  setTurn(refusal.status === 404 ? 'ended' : 'unknown');
+  for (const el of state.parts.values()) el.classList.remove('streaming');
+  state.waiting.clear();
+  state.queuedOnSubscribe = [];
+  setStatus('');
   if (refusal.status === 404) sessionStorage.removeItem(SESSION_KEY);
   state.stopReason = refusal.status === 404 ? 'This conversation no longer exists. Start a new one.' : authMessage();
   showError(state.stopReason);
@@ -462,6 +475,7 @@ function onFrame(f) {
       setConn('live');
       setComposer(true);
       hideError('connection');
+      onQueuedAtSubscribe(Array.isArray(f.queued) ? f.queued : []);
       caughtUp();
       break;
     case 'event':
@@ -509,6 +523,8 @@ function onFrame(f) {
  */
 function caughtUp() {
   if (!state.subscribed || state.lastSeq < state.catchUpSeq) return;
+  // The messages waiting behind the turn go after the log replayed so far (where they will run).
+  for (const { turnId, text } of state.queuedOnSubscribe.splice(0)) showQueued(text, turnId);
   for (const [id, pending] of state.answering) {
     if (pending.connection !== state.connection) releaseAnswer(id);
   }
@@ -617,8 +633,24 @@ function waitingText() {
 }
 
 /**
- * A message the server accepted behind the running turn (`sent` with queued: true): shown at
- * once as the user's, marked as waiting; its turn.started (same turnId) puts it in its place.
+ * The messages waiting behind the running turn when the subscription was made (`subscribed`
+ * frame, `queued`): shown as queued once the replay catches up. One with the text of the message
+ * whose reply a dropped connection lost (and not already shown here as this page's own) is that
+ * message: the server accepted it, so it leaves the box, as its turn.started would take it.
+ */
+function onQueuedAtSubscribe(queued) {
+  state.queuedOnSubscribe = [];
+  for (const q of queued) {
+    if (typeof q?.turnId !== 'string' || typeof q?.text !== 'string') continue;
+    if (!state.queued.has(q.turnId)) confirmUnconfirmed(q.text);
+    state.queuedOnSubscribe.push({ turnId: q.turnId, text: q.text });
+  }
+}
+
+/**
+ * A message the server accepted behind the running turn (`sent` with queued: true, or named by
+ * `subscribed`): shown as the user's, marked as waiting, once per turnId; its turn.started (same
+ * turnId) puts it in its place.
  */
 function showQueued(text, turnId) {
   if (state.startedTurns.has(turnId) || state.queued.has(turnId)) return;
@@ -634,12 +666,15 @@ function showQueued(text, turnId) {
 
 function showUserMessage(text) {
   addItem('user', text, { label: 'You' });
-  if (state.unconfirmedText && text === state.unconfirmedText) {
-    // The message whose reply a dropped connection lost was accepted after all.
-    if (els.input.value.trim() === state.unconfirmedText) els.input.value = '';
-    state.unconfirmedText = '';
-    els.error.hidden = true;
-  }
+  confirmUnconfirmed(text);
+}
+
+/** `text` was accepted: if it is the message whose reply a dropped connection lost, the box lets it go. */
+function confirmUnconfirmed(text) {
+  if (!state.unconfirmedText || text !== state.unconfirmedText) return;
+  if (els.input.value.trim() === state.unconfirmedText) els.input.value = '';
+  state.unconfirmedText = '';
+  els.error.hidden = true;
 }
 
 function addItem(kind, text, opts = {}) {

@@ -40,6 +40,11 @@ export class MessageQueue {
     return this.items?.[0]?.q;
   }
 
+  /** The waiting messages in queue order: turnId and text (read-only; for the session snapshot). */
+  waiting(): Array<{ turnId: string; text: string }> {
+    return this.items === null ? [] : this.items.map((it) => ({ turnId: it.q.turnId, text: it.q.message.text }));
+  }
+
   *[Symbol.iterator](): IterableIterator<QueuedMessage> {
     if (this.items !== null) for (const item of this.items) yield item.q;
   }

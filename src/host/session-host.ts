@@ -126,7 +126,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
   }
 
   snapshot(): Promise<SessionSnapshot> {
-    return sessionSnapshot(this, this.queue.length);
+    return sessionSnapshot(this, this.queue);
   }
 
   async mailbox(): Promise<MailboxEntry[]> {

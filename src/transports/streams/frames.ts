@@ -36,7 +36,8 @@ export type ClientFrame =
 
 export type ServerFrame =
   | { type: 'event'; sessionId: string; seq: number; event: SessionEvent }
-  | { type: 'subscribed'; sessionId: string; lastSeq: number; ref?: Ref }
+  /** `queued`: the messages waiting behind the running turn when the subscription was made, in queue order (absent when none). */
+  | { type: 'subscribed'; sessionId: string; lastSeq: number; queued?: Array<{ turnId: string; text: string }>; ref?: Ref }
   | { type: 'unsubscribed'; sessionId: string; reason: 'requested' | 'session-ended'; ref?: Ref }
   | { type: 'sent'; sessionId: string; turnId: string; queued: boolean; ref?: Ref }
   | { type: 'answered'; approvalId: string; decision: 'approved' | 'denied'; ref?: Ref }

@@ -269,10 +269,14 @@ class WsConnection implements StreamConnection {
     const ahead = await cursorPastEnd(session, after, 'resumeFrom');
     if (this.closed) return;
     if (ahead !== undefined) return this.error('cursor.ahead', ahead.message, ref, sessionId);
-    const lastSeq = ahead === undefined ? (await session.snapshot()).lastSeq : 0;
+    // The messages waiting behind the running turn have no event until their turns start: the
+    // reply names them, as they are when the subscription is made.
+    const { lastSeq, queuedMessages } = await session.snapshot();
     if (this.closed) return;
     this.dropSubscription(sessionId);
-    this.reply(withRef({ type: 'subscribed', sessionId, lastSeq }, ref), sessionId);
+    const subscribed: Extract<ServerFrame, { type: 'subscribed' }> = { type: 'subscribed', sessionId, lastSeq };
+    if (queuedMessages.length > 0) subscribed.queued = queuedMessages;
+    this.reply(withRef(subscribed, ref), sessionId);
     const following = follow(ctx, session, after, this.sub, {
       error: (e: unknown) => {
         this.subs.delete(sessionId);
