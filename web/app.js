@@ -642,9 +642,18 @@ function onQueuedAtSubscribe(queued) {
   state.queuedOnSubscribe = [];
   for (const q of queued) {
     if (typeof q?.turnId !== 'string' || typeof q?.text !== 'string') continue;
-    if (!state.queued.has(q.turnId)) confirmUnconfirmed(q.text);
+    // The reply cuts a long text (as the server does: 2,000 UTF-16 units, whole characters, then `…`).
+    if (!state.queued.has(q.turnId) && state.unconfirmedText && clippedLikeServer(state.unconfirmedText) === q.text) confirmUnconfirmed(state.unconfirmedText);
     state.queuedOnSubscribe.push({ turnId: q.turnId, text: q.text });
   }
+}
+
+/** `text` as a `subscribed` reply names a queued message: cut at 2,000 UTF-16 units, never inside a surrogate pair, `…` marking the cut. */
+function clippedLikeServer(text) {
+  const max = 2000;
+  if (text.length <= max) return text;
+  const end = (text.charCodeAt(max - 1) & 0xfc00) === 0xd800 ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
 }
 
 /**

@@ -264,10 +264,11 @@ export async function applyResolution(core: HostCore, t: ActiveTurn | null, reco
   const written = journal.commit({ events: [resolved] });
   if (written !== undefined) await written;
   if (progress) progress.resolvedSeq = resolved.seq;
+  const waited = t !== null && t.turnId === record.turnId && t.pending.has(record.callId);
+  if (progress) progress.waited = waited;
   // An asynchronous store's write awaited: stopped meanwhile, the call does not start.
   if (core.closed) throw new TurnstateError('session.stopped', `session ${core.id} stopped before ${record.tool} (call ${record.callId}) ran`);
-  if (!t || t.turnId !== record.turnId || !t.pending.has(record.callId)) return false;
-  if (progress) progress.waited = true;
+  if (!waited) return false;
   t.pending.delete(record.callId);
   // Until its outcome is recorded the call still holds the turn (another answer meanwhile does not resume it).
   t.answering++;

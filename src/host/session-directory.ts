@@ -140,6 +140,12 @@ export class SessionDirectory {
     const live = this.usable(id);
     if (live) return visibleTo === undefined || sameTenant(visibleTo, live.record.tenantId) ? live : undefined;
     if (visibleTo !== undefined) {
+      // Live once created, as for any caller: a create under way is waited for first.
+      const made = this.creating.get(id);
+      if (made) {
+        await made.catch(() => undefined);
+        return this.activate(id, visibleTo);
+      }
       // Another tenant's session is not woken for the asking: its stored record decides first.
       const record = await this.store.getSession(id);
       if (record === undefined || !sameTenant(visibleTo, record.tenantId)) return undefined;

@@ -34,9 +34,25 @@ afterAll(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** The store with every method answering a promise and no group commit: a store whose writes are asynchronous. */
+function asynchronous<T extends object>(store: T): T {
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === 'groupCommit') return false;
+      const v = Reflect.get(target, key) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        const r = (v as (...a: unknown[]) => unknown).apply(target, args);
+        return key === 'close' ? r : Promise.resolve().then(() => r);
+      };
+    },
+  });
+}
+
 /** A runtime on `path` whose `pay` tool needs approval; `runs` counts its handler's runs. */
-function open(path: string, runs: string[]): TurnstateRuntime {
-  const runtime = createRuntime({ model: createScriptedModel(SCRIPT), store: createSqliteStore({ path }) });
+function open(path: string, runs: string[], writes: 'at once' | 'asynchronous' = 'at once'): TurnstateRuntime {
+  const sqlite = createSqliteStore({ path });
+  const runtime = createRuntime({ model: createScriptedModel(SCRIPT), store: writes === 'at once' ? sqlite : asynchronous(sqlite) });
   runtime.registries.tools.register({
     name: 'pay',
     description: 'pay',
@@ -112,6 +128,41 @@ describe('an approval answer racing close() and delete', () => {
     }
     // The sweep met every kind of ending: before the answer was recorded, after, and after the run.
     expect([...seen].sort()).toEqual(['ok/approved', 'throw:runtime.closed/approved', 'throw:runtime.closed/pending']);
+  });
+
+  it('approvals:property:close-race-async — "with a store whose writes are asynchronous, a close() during the approval.resolved write leaves the call unrun and, after the restart, reported as of unknown outcome; the error says so": it never promises that recovery runs it', async () => {
+    const seen = new Set<string>();
+    for (let k = 0; k <= 16; k++) {
+      const dir = mkdtempSync(join(tmpdir(), 'turnstate-answer-close-async-'));
+      dirs.push(dir);
+      const path = join(dir, 'db.sqlite');
+      const runs: string[] = [];
+      let runtime = open(path, runs, 'asynchronous');
+      const { s, approvalId } = await suspended(runtime);
+      const result = told(s.answerApproval(approvalId, { approved: true }, { userId: 'first' }, 'api'));
+      for (let j = 0; j < k; j++) await Promise.resolve();
+      await runtime.close();
+      const got = await result;
+      runtime = open(path, runs, 'asynchronous');
+      try {
+        await runtime.recover();
+        const record = await runtime.approval(approvalId);
+        if (record?.status === 'approved') await (await runtime.session(s.id))!.idle();
+        const where = `close after ${k} microtasks: ${JSON.stringify(got)}`;
+        if (record?.status === 'approved' && runs.length === 0) {
+          // The window an asynchronous write leaves: the error must not promise a run.
+          expect(got.message, where).toContain('told its outcome is unknown');
+          expect(got.message, where).not.toContain('recovery runs it');
+          expect(got.message, where).not.toContain('recovery applies it');
+          seen.add('unrun');
+        }
+        expect(runs.length, where).toBeLessThanOrEqual(1);
+      } finally {
+        await runtime.close();
+      }
+    }
+    // The sweep met the window.
+    expect(seen.has('unrun')).toBe(true);
   });
 
   it('approvals:answer:deleted — an answer whose session is deleted while it is applied never says the answer is recorded (the record is gone with the session); the call runs at most once', async () => {

@@ -423,6 +423,22 @@ describe('turn loop edges', () => {
     await rt.close();
   });
 
+  it('api:session-visible-to-create — "live once created": session(id, { visibleTo }) while createSession({ id }) is under way waits for it and answers as session(id) does (the transports ask the scoped way)', async () => {
+    const { rt } = harness({ rules: [] });
+    rt.registries.actors.register({ name: 'a' });
+    const made = rt.createSession({ actor: 'a', id: 'sess_fixed', tenantId: 'acme' });
+    const [plain, scoped, other] = await Promise.all([
+      rt.session('sess_fixed'),
+      rt.session('sess_fixed', { visibleTo: { tenantId: 'acme' } }),
+      rt.session('sess_fixed', { visibleTo: { tenantId: 'globex' } }),
+    ]);
+    await made;
+    expect(plain?.id).toBe('sess_fixed');
+    expect(scoped?.id).toBe('sess_fixed');
+    expect(other).toBeUndefined();
+    await rt.close();
+  });
+
   it('api:session-exists-stored — "a session with id ... already exists" holds for a session only the store has (passivated), whether the id is the caller\'s or comes from a custom id source; a fresh id of the built-in source never names one', async () => {
     const store = createMemoryStore();
     const ids = ['sess_custom', 'sess_custom'];

@@ -20,6 +20,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
+import { clipForEcho } from '../../text.js';
 import type { Principal } from '../../types.js';
 import { rejectUpgrade } from '../http.js';
 import { ANONYMOUS_PRINCIPAL, visibleSession } from '../access.js';
@@ -41,6 +42,9 @@ const MAX_INVALID_STREAK = 20;
 const MAX_IN_FLIGHT = 64;
 /** Sessions one connection may follow at once. */
 const MAX_SUBSCRIPTIONS = 100;
+/** How many waiting messages a `subscribed` reply names, and how much of each text (UTF-16 units). */
+const MAX_QUEUED_SHOWN = 20;
+const MAX_QUEUED_TEXT = 2000;
 const CLOSE_GRACE_MS = 5_000;
 const SEND_OPTS = { binary: false } as const;
 
@@ -275,7 +279,8 @@ class WsConnection implements StreamConnection {
     if (this.closed) return;
     this.dropSubscription(sessionId);
     const subscribed: Extract<ServerFrame, { type: 'subscribed' }> = { type: 'subscribed', sessionId, lastSeq };
-    if (queuedMessages.length > 0) subscribed.queued = queuedMessages;
+    // (An embedder's SessionRuntime may predate queuedMessages.)
+    if (Array.isArray(queuedMessages) && queuedMessages.length > 0) subscribed.queued = queuedShown(queuedMessages);
     this.reply(withRef(subscribed, ref), sessionId);
     const following = follow(ctx, session, after, this.sub, {
       error: (e: unknown) => {
@@ -413,4 +418,13 @@ class WsConnection implements StreamConnection {
 function withRef<T extends ServerFrame>(frame: T, ref: Ref | undefined): T {
   if (ref !== undefined) (frame as { ref?: Ref }).ref = ref;
   return frame;
+}
+
+/**
+ * The waiting messages a `subscribed` reply names, bounded (a full queue of long messages would
+ * make it megabytes and cut the subscriber as a slow consumer): the first MAX_QUEUED_SHOWN, each
+ * text cut at MAX_QUEUED_TEXT UTF-16 units (whole characters, `…` marking the cut).
+ */
+function queuedShown(queued: ReadonlyArray<{ turnId: string; text: string }>): Array<{ turnId: string; text: string }> {
+  return queued.slice(0, MAX_QUEUED_SHOWN).map(({ turnId, text }) => ({ turnId, text: clipForEcho(text, MAX_QUEUED_TEXT) }));
 }
