@@ -82,6 +82,10 @@ const KNOWN: Readonly<Record<keyof StartServerOptions, true>> = {
 };
 const SERVER_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
 
+/** How long a client may take to send a request's headers, and the whole request (ms). */
+export const HEADERS_TIMEOUT_MS = 20_000;
+export const REQUEST_TIMEOUT_MS = 60_000;
+
 /**
  * Throws TurnstateError('options.invalid') naming the first option startServer cannot use, before
  * anything listens: a misspelt key (closeTimeoutMS) is refused naming the one it resembles, never
@@ -177,7 +181,10 @@ export async function startServer(opts: StartServerOptions): Promise<RunningServ
     }
   };
 
-  const server = createServer((req, res) => {
+  // A request is read within these (Node's defaults are 60 s for the headers and 300 s for the
+  // whole request): a client that trickles its headers or body in cannot hold a socket for
+  // minutes. The limits cover receiving the request only; a streamed response runs on.
+  const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
     void onRequest(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -9,7 +9,7 @@ import { TurnstateError } from '../../src/errors.js';
 import { MAX_TIMER_MS } from '../../src/limits.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
-import { healthTransport, startServer } from '../../src/transports/server.js';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, healthTransport, startServer } from '../../src/transports/server.js';
 import { requestUrl, sendJson } from '../../src/transports/http.js';
 import type { HttpTransport } from '../../src/transports/types.js';
 
@@ -32,6 +32,29 @@ function pathTransport(name: string, path: string, onClose: () => void = () => {
 }
 
 describe('startServer', () => {
+  it('server:request-timeouts — "a request is read within 20 s for its headers and 60 s in all" (Node would wait 60 s and 300 s): a client trickling a request in cannot hold a socket for minutes; a streamed response is not limited (a turn streams for as long as it runs)', async () => {
+    const rt = runtime();
+    const streaming: HttpTransport = {
+      name: 'slow-stream',
+      async handle(req, res) {
+        if (requestUrl(req).pathname !== '/stream') return false;
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.write('a');
+        setTimeout(() => res.end('b'), 300);
+        return true;
+      },
+      async close() {},
+    };
+    const srv = await startServer({ runtime: rt, transports: [streaming], port: 0 });
+    try {
+      expect({ headersTimeout: srv.server.headersTimeout, requestTimeout: srv.server.requestTimeout }).toEqual({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS });
+      expect([HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS]).toEqual([20_000, 60_000]);
+      expect(await (await fetch(`${srv.url}/stream`)).text()).toBe('ab');
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('server:compose — each request goes to the first transport that takes it; nobody taking it is a 404 JSON', async () => {
     const rt = runtime();
     const srv = await startServer({ runtime: rt, transports: [healthTransport(), pathTransport('a', '/a'), pathTransport('b', '/b')], port: 0 });
