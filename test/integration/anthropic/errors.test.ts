@@ -184,7 +184,7 @@ describe('the Claude path: model failures at the turn level', () => {
     expect(rec.of('part.received').some((e) => e.callId === 'toolu_stall')).toBe(false);
   });
 
-  it('anthropic:errors:invalid-respond-json — respond() input that is not valid JSON goes back as an is_error tool_result; the model retries and the turn completes', async () => {
+  it('respond:json:invalid / anthropic:errors:invalid-respond-json — "input that is not valid JSON (a truncated stream) is rejected as a whole; the model is told to send the call again": respond() input that is not valid JSON goes back as an is_error tool_result; the model retries and the turn completes', async () => {
     const broken = '{"parts":[{"metadata":{"partType":"response"},"text":"Half an answer"}],"turnState":"complete"';
     const { s, rec, rig } = await desk([
       { content: [{ type: 'tool_use', name: 'respond', id: 'toolu_broken', rawInput: broken }], split: 12 },
