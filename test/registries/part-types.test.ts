@@ -194,6 +194,20 @@ describe('PartTypeRegistry: consumer registration', () => {
     });
   }
 
+  it('part-types:meta:streamingPreferred / dataBearing / inEnvelope / modelEmittable — "booleans are booleans": a string or a number where a boolean goes is rejected with that field\'s rule, naming the id and the field', () => {
+    for (const field of ['streamingPreferred', 'dataBearing', 'inEnvelope', 'modelEmittable'] as const) {
+      for (const value of ['true', 1, null]) {
+        const r = new PartTypeRegistry();
+        const meta = { ...(audioMeta() as unknown as Record<string, unknown>), [field]: value };
+        const e = registrationError(() => r.register({ id: 'audio', meta: meta as unknown as PartTypeMeta }));
+        expect(e.rule, `${field}: ${JSON.stringify(value)}`).toBe(`part-types:meta:${field}`);
+        expect(e.message).toContain("'audio'");
+        expect(e.message).toContain(field);
+        expect(r.has('audio')).toBe(false);
+      }
+    }
+  });
+
   it('part-types:meta:delivery — an unknown rule, a missing class or an extra class is rejected naming the field', () => {
     const r = new PartTypeRegistry();
     const bad = [
