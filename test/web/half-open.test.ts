@@ -5,11 +5,11 @@
  * the page must notice their absence, keep the unconfirmed message in the box, say what happens
  * to every Enter, and reconnect once the network is back.
  */
-import net from 'node:net';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../src/transports/server.js';
 import { haveChromium, launchChromium } from './chromium.js';
+import { partitionProxy, type PartitionProxy } from './partition-proxy.js';
 import { okDeskRuntime, servePage } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/half-open');
@@ -17,35 +17,18 @@ const CHROMIUM_OK = haveChromium('test/web/half-open');
 describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
   const runtime = okDeskRuntime();
   let server: RunningServer;
-  let proxy: net.Server;
-  let frozen = false;
-  const sockets = new Set<net.Socket>();
+  let proxy: PartitionProxy;
   let ctx: BrowserContext;
   let closeBrowser: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     server = await servePage(runtime, [{ name: 'desk' }], { heartbeatMs: 200 });
-    const target = new URL(server.url);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      // Frozen: every byte is dropped, and a close on one side is not passed on (a partition).
-      client.on('data', (d) => void (frozen || upstream.write(d)));
-      upstream.on('data', (d) => void (frozen || client.write(d)));
-      upstream.on('close', () => void (frozen || client.destroy()));
-      client.on('close', () => void (frozen || upstream.destroy()));
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    proxy = await partitionProxy(server.url);
     ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 900 }));
   }, 60_000);
 
   afterAll(async () => {
     await closeBrowser?.();
-    for (const s of sockets) s.destroy();
     proxy?.close();
     await server?.close();
     await runtime.close();
@@ -54,7 +37,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
   it('web:demo:half-open — "A connection that goes silent … is noticed": with heartbeats every 200 ms and the network frozen, the page leaves "live" within seconds, keeps the unconfirmed message in the box with an error, answers every Enter (waiting for a reply, not connected) with a message, and once the network is back reconnects and sends the message once', async () => {
     const p = await ctx.newPage();
     try {
-      await p.goto(`http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}/`);
+      await p.goto(`${proxy.url}/`);
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const box = p.getByLabel('Message');
       await box.fill('hello');
@@ -62,7 +45,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
       await p.locator('li.part-response').waitFor({ timeout: 10_000 });
       await p.waitForTimeout(800); // a few idle heartbeats
 
-      frozen = true;
+      proxy.frozen.up = proxy.frozen.down = true;
       const frozenAt = Date.now();
       await box.fill('are you there?');
       await p.keyboard.press('Enter');
@@ -82,7 +65,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
       await expect(box.inputValue()).resolves.toBe('are you there?');
 
       // The network is back: the page reconnects (resuming), and Enter sends the kept message once.
-      frozen = false;
+      proxy.frozen.up = proxy.frozen.down = false;
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
       await p.keyboard.press('Enter');
       await expect.poll(() => p.locator('li.part-response').count(), { timeout: 10_000 }).toBe(2);
@@ -92,7 +75,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
       const turns = (await runtime.store.readEvents(sessionId, 0)).filter((e) => e.type === 'turn.started');
       expect(turns).toHaveLength(2);
     } finally {
-      frozen = false;
+      proxy.frozen.up = proxy.frozen.down = false;
       await p.close();
     }
   }, 60_000);
@@ -100,24 +83,24 @@ describe.skipIf(!CHROMIUM_OK)('web: a connection that goes silent', () => {
   it('web:demo:half-open-idle — "the page takes the interval from the gaps between them … After 2.5 intervals without any frame it sends a ping": on an idle page the heartbeat interval is learnt (about 200 ms, not the 15 s default), and a freeze with nothing typed leaves "live" within a few seconds; after it the page is live again and its next message goes through', async () => {
     const p = await ctx.newPage();
     try {
-      await p.goto(`http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}/`);
+      await p.goto(`${proxy.url}/`);
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const learnt = () => p.evaluate(() => (window as unknown as { turnstateDemo: { state: { heartbeatMs: number } } }).turnstateDemo.state.heartbeatMs);
       await expect.poll(learnt, { timeout: 3_000 }).toBeGreaterThan(100);
       expect(await learnt()).toBeLessThan(500);
 
-      frozen = true;
+      proxy.frozen.up = proxy.frozen.down = true;
       const frozenAt = Date.now();
       await expect.poll(() => p.locator('#conn').getAttribute('data-state'), { timeout: 5_000 }).not.toBe('live');
       expect(Date.now() - frozenAt).toBeLessThan(5_000);
-      frozen = false;
+      proxy.frozen.up = proxy.frozen.down = false;
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
       await p.getByLabel('Message').fill('still there?');
       await p.keyboard.press('Enter');
       await p.locator('li.part-response').waitFor({ timeout: 10_000 });
       await expect(p.locator('#transcript li.user .text').allTextContents()).resolves.toEqual(['still there?']);
     } finally {
-      frozen = false;
+      proxy.frozen.up = proxy.frozen.down = false;
       await p.close();
     }
   }, 60_000);

@@ -8,7 +8,6 @@
  * The page of the second test sits behind a loopback TCP proxy that can drop what the server
  * sends while passing on what the page sends (the `sent` reply is lost, the `send` arrives).
  */
-import net from 'node:net';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
@@ -16,6 +15,7 @@ import { createScriptedModel } from '../../src/models/scripted.js';
 import { createRuntime } from '../../src/runtime.js';
 import type { RunningServer } from '../../src/transports/server.js';
 import { haveChromium, launchChromium } from './chromium.js';
+import { partitionProxy, type PartitionProxy } from './partition-proxy.js';
 import { servePage } from './page-server.js';
 
 const CHROMIUM_OK = haveChromium('test/web/queued-subscribe');
@@ -24,35 +24,19 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
   const runtime = createRuntime({ model: createScriptedModel(travelDeskScript()) });
   const desk = createTravelDesk(runtime);
   let server: RunningServer;
-  let proxy: net.Server;
+  let proxy: PartitionProxy;
   /** Bytes from the server to the page are dropped (and a close on either side is not passed on). */
-  let downFrozen = false;
-  const sockets = new Set<net.Socket>();
   let ctx: BrowserContext;
   let closeBrowser: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     server = await servePage(runtime, desk.agents, { heartbeatMs: 200 });
-    const target = new URL(server.url);
-    proxy = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port), target.hostname);
-      for (const s of [client, upstream]) {
-        sockets.add(s);
-        s.on('close', () => sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.on('data', (d) => void upstream.write(d));
-      upstream.on('data', (d) => void (downFrozen || client.write(d)));
-      upstream.on('close', () => void (downFrozen || client.destroy()));
-      client.on('close', () => void (downFrozen || upstream.destroy()));
-    });
-    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    proxy = await partitionProxy(server.url);
     ({ ctx, close: closeBrowser } = await launchChromium({ width: 900, height: 1100 }));
   }, 60_000);
 
   afterAll(async () => {
     await closeBrowser?.();
-    for (const s of sockets) s.destroy();
     proxy?.close();
     await server?.close();
     await runtime.close();
@@ -115,7 +99,7 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
   it('web:demo:queued-unconfirmed — "A message whose reply a dropped connection lost is confirmed … by its text among the queued messages a new subscription names: the box is cleared then, so Enter cannot send it a second time": the server queues a message whose `sent` reply is lost; after the reconnect the box is empty, the error gone, the message shown queued, and its turn runs once', async () => {
     const p = await ctx.newPage();
     try {
-      await p.goto(`http://127.0.0.1:${(proxy.address() as net.AddressInfo).port}/`);
+      await p.goto(`${proxy.url}/`);
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       const box = p.getByLabel('Message');
       await box.fill('book TS101');
@@ -125,7 +109,7 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
       const sessionId = await sessionOf(p);
 
       // The send reaches the server (queued behind the turn); its `sent` reply does not reach the page.
-      downFrozen = true;
+      proxy.frozen.down = true;
       const text = 'hello there';
       await box.fill(text);
       await p.keyboard.press('Enter');
@@ -135,7 +119,7 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
       await expect(box.inputValue()).resolves.toBe(text);
 
       // Back: the new subscription names it queued, so it was accepted: the box lets it go.
-      downFrozen = false;
+      proxy.frozen.down = false;
       await p.locator('#conn[data-state="live"]').waitFor({ timeout: 15_000 });
       await p.locator('#transcript li.user.queued', { hasText: text }).waitFor({ timeout: 5_000 });
       await expect(box.inputValue()).resolves.toBe('');
@@ -152,7 +136,7 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
       await p.waitForTimeout(300);
       expect(await startedTexts(sessionId)).toEqual(['book TS101', text]);
     } finally {
-      downFrozen = false;
+      proxy.frozen.down = false;
       await p.close();
     }
   }, 60_000);
