@@ -4,6 +4,8 @@
  */
 import type { SessionHandle, SessionRuntime } from '../../api.js';
 import { cursorAheadProblem } from '../../limits.js';
+import type { Principal } from '../../types.js';
+import { HttpError } from '../http.js';
 import type { Authenticate } from '../types.js';
 import type { EventCodec } from './codec.js';
 import type { SessionHub } from './hub.js';
@@ -16,6 +18,8 @@ export interface StreamsLimits {
   retryMs: number;
   /** Largest WebSocket client frame answered with a reply; larger ones get `frame.too_large`. */
   maxFrameBytes: number;
+  /** Open SSE streams and WebSocket connections of one authenticated principal. */
+  maxStreamsPerPrincipal: number;
 }
 
 /** One open SSE stream or WebSocket connection. */
@@ -41,6 +45,35 @@ export interface StreamsContext {
   hubs: Map<string, SessionHub>;
   /** Slow subscribers disconnected; the highest held byte count of any closed connection. */
   counters: { slowDisconnects: number; closedPeakHeldBytes: number };
+  /** Open streams per authenticated principal (takeStreamSlot). */
+  streamsOf: Map<string, number>;
+}
+
+/**
+ * Takes one of the principal's stream slots (StreamsLimits.maxStreamsPerPrincipal), given back
+ * when `closed` emits 'close' (the response or the socket); the refusal when all are taken.
+ * Without an authentication hook there is no principal to count (every client is anonymous).
+ */
+export function takeStreamSlot(ctx: StreamsContext, principal: Principal, closed: { once(event: 'close', f: () => void): unknown }): HttpError | undefined {
+  if (ctx.authenticate === undefined) return undefined;
+  const key = JSON.stringify([principal.tenantId ?? null, principal.userId ?? null]);
+  const open = ctx.streamsOf.get(key) ?? 0;
+  const max = ctx.limits.maxStreamsPerPrincipal;
+  if (open >= max) {
+    return new HttpError(
+      429,
+      'streams.too_many',
+      `this principal already holds ${open} open event streams (SSE and WebSocket together), the limit (maxStreamsPerPrincipal = ${max}); close one first`,
+      { details: { limit: max, open } },
+    );
+  }
+  ctx.streamsOf.set(key, open + 1);
+  closed.once('close', () => {
+    const left = (ctx.streamsOf.get(key) ?? 1) - 1;
+    if (left > 0) ctx.streamsOf.set(key, left);
+    else ctx.streamsOf.delete(key);
+  });
+  return undefined;
 }
 
 /** Records a closing connection's peak in the transport's counters. */

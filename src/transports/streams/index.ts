@@ -41,6 +41,13 @@ export interface StreamsTransportOptions {
   /** Largest WebSocket client frame (default 64 KiB; an integer of at least 1); 16 times this closes the connection with 1009. */
   maxFrameBytes?: number | undefined;
   /**
+   * Open event streams (SSE streams and WebSocket connections together) one authenticated
+   * principal (tenant and user) may hold at once (default 256; an integer of at least 1); one more
+   * is refused with 429 `streams.too_many`. Without an `authenticate` hook every client is the same
+   * anonymous principal, so no such limit applies (bound connections at a proxy instead).
+   */
+  maxStreamsPerPrincipal?: number | undefined;
+  /**
    * Browser origins (`https://app.example.com`) whose pages may open `/ws`, besides the server's
    * own origin; `'*'` allows any. A WebSocket is not covered by CORS: without this check a page
    * on any site could open one with the user's cookies. An upgrade whose `Origin` is neither the
@@ -73,6 +80,7 @@ const KNOWN: Readonly<Record<keyof StreamsTransportOptions, true>> = {
   heartbeatMs: true,
   retryMs: true,
   maxFrameBytes: true,
+  maxStreamsPerPrincipal: true,
   allowedOrigins: true,
 };
 const STREAMS_OPTION_NAMES: readonly string[] = Object.freeze(Object.keys(KNOWN));
@@ -99,7 +107,9 @@ export function createStreamsTransport(opts: StreamsTransportOptions): StreamsTr
       // The SSE `retry:` field takes digits only; the browser waits that long before reconnecting.
       retryMs: checked(opts.retryMs, timerMsProblem('retryMs', opts.retryMs, 1)) ?? 2_000,
       maxFrameBytes: checked(opts.maxFrameBytes, integerProblem('maxFrameBytes', opts.maxFrameBytes, 1)) ?? 64 * 1024,
+      maxStreamsPerPrincipal: checked(opts.maxStreamsPerPrincipal, integerProblem('maxStreamsPerPrincipal', opts.maxStreamsPerPrincipal, 1)) ?? 256,
     },
+    streamsOf: new Map(),
     allowedOrigins: originPolicy(opts.allowedOrigins),
     connections: new Set<StreamConnection>(),
     hubs: new Map(),

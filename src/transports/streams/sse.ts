@@ -17,7 +17,7 @@ import type { SessionHandle } from '../../api.js';
 import { clipForEcho } from '../../text.js';
 import { formatSseComment, HttpError, requestUrl, sendError, SSE_HEADERS } from '../http.js';
 import { authenticateRequest, visibleSession } from '../access.js';
-import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
+import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, takeStreamSlot } from './context.js';
 import { type Follow, follow } from './follow.js';
 import { BoundedSubscriber } from './subscriber.js';
 
@@ -74,6 +74,8 @@ export async function serveSse(
     return;
   }
   if (res.destroyed || req.destroyed) return;
+  const refused = takeStreamSlot(ctx, principal, res);
+  if (refused !== undefined) return sendError(res, refused);
 
   // No await from here to start(): a close() from now on finds the stream in ctx.connections.
   req.socket.setNoDelay(true);

@@ -24,7 +24,7 @@ import { clipForEcho } from '../../text.js';
 import type { Principal } from '../../types.js';
 import { rejectUpgrade } from '../http.js';
 import { ANONYMOUS_PRINCIPAL, visibleSession } from '../access.js';
-import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage } from './context.js';
+import { type StreamConnection, type StreamsContext, cursorPastEnd, notePeak, sessionNotFoundMessage, takeStreamSlot } from './context.js';
 import {
   CloseCode,
   type ClientFrame,
@@ -86,6 +86,8 @@ export function createWebSocketEndpoint(ctx: StreamsContext): WebSocketEndpoint 
         (auth) => {
           if (!auth.ok) return rejectUpgrade(socket, auth.status, auth.code, auth.message);
           if (closing || socket.destroyed) return socket.destroy();
+          const refused = takeStreamSlot(ctx, auth.principal, socket);
+          if (refused !== undefined) return rejectUpgrade(socket, refused.status, refused.code, refused.message);
           wss.handleUpgrade(req, socket, head, (ws) => {
             new WsConnection(ctx, ws, socket as Socket, auth.principal);
           });

@@ -232,7 +232,7 @@ describe('streams: createStreamsTransport refuses options it cannot use', () => 
   });
 
   it('streams:options:unknown — "a misspelt option is refused naming it and the option it resembles, never ignored": heartbeatMS did not set the heartbeat, silently', () => {
-    refused({ heartbeatMS: 1000 }, '`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are runtime, authenticate, webRoot, maxBufferedBytes, heartbeatMs, retryMs, maxFrameBytes, allowedOrigins');
+    refused({ heartbeatMS: 1000 }, '`heartbeatMS` is not an option (did you mean `heartbeatMs`?); the options are runtime, authenticate, webRoot, maxBufferedBytes, heartbeatMs, retryMs, maxFrameBytes, maxStreamsPerPrincipal, allowedOrigins');
     expect(() => createStreamsTransport({ runtime, cors: '*' } as never)).toThrow(
       expect.objectContaining({ code: 'options.invalid', message: expect.stringMatching(/^createStreamsTransport: `cors` is not an option; the options are /) }),
     );
