@@ -160,8 +160,9 @@ export async function applyAnswer(s: AnsweringSession, record: ApprovalRecord): 
     if (await applyResolution(s, t, record, progress)) s.answered(t!);
     s.journal.barrier();
   } catch (err) {
-    // Stopped while it applied the answer (the runtime closed, the session was deleted): no write failed.
-    if (s.closed) throw await answerCutByStop(s, record, progress, err);
+    // Stopped while it applied the answer (the runtime closed, the session was deleted), and no
+    // write failed (a host that gave way after a failed write is stopped too: that is below).
+    if (s.closed && !s.journal.failed()) throw await answerCutByStop(s, record, progress, err);
     // The host is ahead of the store (the answer applied in memory): a fresh one is woken from it on next use.
     s.writeFailed();
     throw answerNotWritten(s.id, s.journal, record, progress, err);
