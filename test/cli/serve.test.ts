@@ -5,14 +5,14 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseArgs } from '../../src/cli/args.js';
 import type { TurnstateRuntime } from '../../src/runtime.js';
 import { DEFAULT_PASSIVATE_AFTER_MS, serve } from '../../src/cli/serve.js';
 import { runReplayCommand } from '../../src/cli/replay.js';
+import { listeningUrl, ROOT } from './run-serve.js';
 
-const ROOT = resolve(import.meta.dirname, '..', '..');
 const dirs: string[] = [];
 function tempDir(): string {
   const d = mkdtempSync(join(tmpdir(), 'turnstate-serve-'));
@@ -43,18 +43,7 @@ async function npmStart(dataDir: string): Promise<Started> {
   child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const closed = new Promise<void>((r) => child.on('close', () => r()));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no listening line within 60 s:\n${out}`)), 60_000);
-    const check = (): void => {
-      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    };
-    child.stdout!.on('data', check);
-    void exited.then(() => reject(new Error(`exited before listening:\n${out}`)));
-  });
+  const url = await listeningUrl(child.stdout, () => out, exited, 60_000);
   return { child, url, output: () => out, exited, closed };
 }
 

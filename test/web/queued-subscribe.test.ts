@@ -24,8 +24,8 @@ describe.skipIf(!CHROMIUM_OK)('web: messages queued behind the running turn, see
   const runtime = createRuntime({ model: createScriptedModel(travelDeskScript()) });
   const desk = createTravelDesk(runtime);
   let server: RunningServer;
+  /** In the second test its `down` way is frozen: bytes from the server to the page are dropped. */
   let proxy: PartitionProxy;
-  /** Bytes from the server to the page are dropped (and a close on either side is not passed on). */
   let ctx: BrowserContext;
   let closeBrowser: (() => Promise<void>) | undefined;
 
