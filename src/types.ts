@@ -33,6 +33,14 @@ export interface Principal {
   roles?: string[] | undefined;
 }
 
+/**
+ * Whether `principal` may see a session of `tenantId`: the one tenant rule of the runtime and every
+ * transport (a principal without a tenant sees only sessions without one).
+ */
+export function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
+  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
+}
+
 /* ------------------------------------------------------------------ model content (Anthropic-shaped) */
 
 export interface TextBlock { type: 'text'; text: string }

@@ -10,7 +10,7 @@
 import type { ArtifactStore, SessionHandle, SessionStore } from '../api.js';
 import { TurnstateError } from '../errors.js';
 import type { PartTypeRegistryApi } from '../registries/types.js';
-import type { Principal, SessionRecord } from '../types.js';
+import { sameTenant, type Principal, type SessionRecord } from '../types.js';
 import type { LiveSubject } from './journal.js';
 import { SessionHost, type HostDeps, type HostState } from './session-host.js';
 import { SessionRef } from './session-ref.js';
@@ -355,9 +355,4 @@ export class SessionDirectory {
       this.sweepAt = Math.max(1024, this.dormant.size * 2);
     }
   }
-}
-
-/** Whether `principal` may see a session of `tenantId` (a principal without a tenant sees only sessions without one). */
-function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
-  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
 }

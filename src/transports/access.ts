@@ -1,12 +1,12 @@
 /**
  * Who asks, and what they may see: the authentication hook run for a request (401/403 answered
- * here), the anonymous principal without one, and the tenant rule every transport applies to
- * sessions (another tenant's session is indistinguishable from a missing one).
+ * here), the anonymous principal without one, and the session a principal may see (the tenant
+ * rule, `sameTenant` in types.ts: another tenant's session is indistinguishable from a missing one).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle, SessionRuntime } from '../api.js';
 import { TurnstateError } from '../errors.js';
-import type { Principal } from '../types.js';
+import { sameTenant, type Principal } from '../types.js';
 import { HttpError, errorBody, sendError, sendJson } from './http.js';
 import type { Authenticate } from './types.js';
 
@@ -37,11 +37,6 @@ export async function authenticateRequest(
   const code = result.status === 401 ? 'auth.unauthenticated' : 'auth.forbidden';
   sendJson(res, result.status, errorBody(code, result.message), result.status === 401 ? { 'www-authenticate': 'Bearer' } : undefined);
   return undefined;
-}
-
-/** Whether a principal may see a session of the given tenant (absent tenants match each other only). */
-export function sameTenant(principal: Principal, tenantId: string | undefined): boolean {
-  return (principal.tenantId ?? undefined) === (tenantId ?? undefined);
 }
 
 /**

@@ -23,7 +23,8 @@ import { TurnstateError } from '../errors.js';
 import { formatValue } from '../limits.js';
 import { unknownOptionProblem } from '../registries/registry.js';
 import { HttpError, requestUrl, sendError } from './http.js';
-import { authenticateRequest, sameTenant } from './access.js';
+import { sameTenant } from '../types.js';
+import { authenticateRequest } from './access.js';
 import type { Authenticate, HttpTransport } from './types.js';
 
 const PREFIX = '/artifacts/';

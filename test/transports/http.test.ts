@@ -16,7 +16,8 @@ import {
   sendJson,
   toHttpError,
 } from '../../src/transports/http.js';
-import { authenticateRequest, sameTenant } from '../../src/transports/access.js';
+import { sameTenant } from '../../src/types.js';
+import { authenticateRequest } from '../../src/transports/access.js';
 
 let server: Server;
 let url: string;

@@ -9,7 +9,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SessionHandle } from '../../api.js';
 import { TurnstateError } from '../../errors.js';
-import type { Principal, SessionRecord } from '../../types.js';
+import { sameTenant, type Principal, type SessionRecord } from '../../types.js';
 import {
   DEFAULT_MAX_BODY_BYTES,
   HttpError,
@@ -21,7 +21,7 @@ import {
   sendNoContent,
   type RouteParams,
 } from '../http.js';
-import { authenticateRequest, sameTenant, visibleSession } from '../access.js';
+import { authenticateRequest, visibleSession } from '../access.js';
 import {
   agentInfo,
   checkClientTools,
