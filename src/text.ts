@@ -31,3 +31,10 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 export function wellFormed(text: string): string {
   return text.replace(LONE_SURROGATE, '\ufffd');
 }
+
+/** `text` with every occurrence of each secret replaced by `[redacted]` (an error message, a log line). */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const k of secrets) if (out.includes(k)) out = out.split(k).join('[redacted]');
+  return out;
+}

@@ -9,7 +9,7 @@
  */
 import type { ModelPort } from '../api.js';
 import { ModelError } from '../errors.js';
-import { pairSafeEnd } from '../text.js';
+import { pairSafeEnd, redact } from '../text.js';
 import type { ServerErrorEvent } from '../transports/server.js';
 import { envValue } from './args.js';
 
@@ -40,9 +40,7 @@ export function secretsOf(env: NodeJS.ProcessEnv): string[] {
 
 /** `text` on one line, cut to MAX_MESSAGE characters, with every secret replaced by `[redacted]`. */
 export function redactLine(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (out.includes(s)) out = out.split(s).join('[redacted]');
-  out = out.replace(/[\r\n\u2028\u2029]+/g, ' ');
+  const out = redact(text, secrets).replace(/[\r\n\u2028\u2029]+/g, ' ');
   // After redacting: a cut never leaves part of a secret.
   return out.length > MAX_MESSAGE ? `${out.slice(0, pairSafeEnd(out, MAX_MESSAGE))}…` : out;
 }

@@ -25,6 +25,7 @@ import Anthropic, {
 } from '@anthropic-ai/sdk';
 import { ModelError, TurnstateError } from '../errors.js';
 import { integerProblem, timerMsProblem } from '../limits.js';
+import { redact } from '../text.js';
 import type { ModelErrorCode } from '../errors.js';
 import type { ModelEvent, ModelPort, ModelRequest } from '../api.js';
 import { buildRequest } from './anthropic-request.js';
@@ -303,12 +304,6 @@ function codeForStatus(status: number, type: string | null): [ModelErrorCode, bo
     default:
       return ['model.unknown', false];
   }
-}
-
-function redact(s: string, secrets: readonly string[]): string {
-  let out = s;
-  for (const k of secrets) if (out.includes(k)) out = out.split(k).join('[redacted]');
-  return out;
 }
 
 /**
