@@ -11,9 +11,6 @@ import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import { TurnstateError } from '../errors.js';
 import { wellFormed } from '../text.js';
-import type { SessionHandle, SessionRuntime } from '../api.js';
-import type { Principal } from '../types.js';
-import type { Authenticate } from './types.js';
 
 /** Default request-body limit (1 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;

@@ -16,7 +16,7 @@ import { HttpError } from '../http.js';
 import { checkClientTools, checkConsumes, checkOptions, checkServerTools, enabledToolNames, howToEnableTools, trustedToolNames, type ResolvedAgent } from './agents.js';
 import { followTurn, type TurnError } from './follow.js';
 import { AapProjector, type AapItem, type CallSide, type PartClass } from './projector.js';
-import { extraFields, jsonSink, sseSink, type Sink } from './sinks.js';
+import { extraFields, jsonSink, sseSink } from './sinks.js';
 import { AAP_METADATA_KEY, AAP_REQUEST_KEY, merge, type AapSessionConfig, type SessionConfigs } from './session-config.js';
 import type {
   AapContentBlock,
