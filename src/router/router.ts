@@ -21,6 +21,7 @@ import type { AnnotatedRecord } from './annotated.js';
 import { attemptRecord, failure, settleAttempt, type Attempt } from './attempt.js';
 import { backoff, Deadline, raceAbort } from './call-limits.js';
 import { ContainedObservable } from './contained.js';
+import { epochAt } from './epoch.js';
 import { handlerContext, stopSignal, unsignalledContext, type DispatchContext } from './dispatch-context.js';
 import { DEFAULT_RESULT_MAX_CHARS, type ExecutionSink } from './execution-log.js';
 import { FilterAndDistribute } from './filter-distribute.js';
@@ -282,8 +283,9 @@ export class EventRouter {
 
     // One attempt without a time limit: a handler that answers at once settles the call with no
     // await (no async frame, one resolved promise); one that returns a promise is awaited.
-    const startedAt = this.now();
     const t0 = performance.now();
+    // The default clock's time of t0 costs no second clock read (epoch.ts); an injected clock is asked.
+    const startedAt = this.now === Date.now ? epochAt(t0) : this.now();
     let result: unknown;
     let thenable: boolean;
     try {
@@ -361,8 +363,8 @@ export class EventRouter {
     const executions: ExecutionRecord[] = [];
     for (let n = 1; ; n++) {
       // The run is inline (not a helper of its own) so that an attempt costs one await, not two.
-      const startedAt = this.now();
       const t0 = performance.now();
+      const startedAt = this.now === Date.now ? epochAt(t0) : this.now();
       let result: unknown;
       let error: string | undefined;
       let outcome: ExecutionOutcome = 'ok';
