@@ -259,6 +259,12 @@ export type MailboxEntry = { turnId: string; at: string } & (
   | { kind: 'data'; actor: string; callId: string; tool: string; data: unknown; from?: 'peer' }
   /** A nudge the runtime wrote to the model (free text outside respond(), ...). */
   | { kind: 'nudge'; actor: string; text: string }
+  /**
+   * The model refused the turn (stop reason `refusal`). Every entry of the turn stays in the
+   * mailbox (the audit record), and no later model request shows any of them: Claude's guidance
+   * is to reset the context (drop the turn that triggered the refusal) before continuing.
+   */
+  | { kind: 'refused'; actor: string }
 );
 
 /* ------------------------------------------------------------------ session events */

@@ -8,8 +8,9 @@
  * - A progress call (the actor keeps working: ack, thinking) is published as its block completes;
  *   a state change waits for the response's end (respond/ordering.ts) and is returned, unapplied.
  * - The response's mailbox records (the assistant message, every respond() call's tool result,
- *   "not run" results for tool uses a cut response never dispatches) and its `model.usage` are
- *   committed here, in `written`, which the caller awaits after telling the machine.
+ *   "not run" results for tool uses a cut response never dispatches; a `refused` marker after a
+ *   refusal) and its `model.usage` are committed here, in `written`, which the caller awaits
+ *   after telling the machine.
  * - Interrupted (a double-texted message joined): what the cut response already applied is
  *   recorded, the rest never happened. Stopped (shutdown): nothing more is recorded.
  */
@@ -334,6 +335,9 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
       mailbox2.push({ kind: 'tool_result', turnId: t.turnId, at, actor: actorName, callId: u.id, tool: u.name, content: `Not run: the response ended (${stopReason}) before ${u.name} could be called.`, isError: true });
     }
   }
+  // Claude's guidance: after a refusal, reset the context before continuing. The turn stays in
+  // the mailbox; this marker leaves the whole turn out of every later request (machines/mailbox.ts).
+  if (stopReason === 'refusal') mailbox2.push({ kind: 'refused', turnId: t.turnId, at, actor: actorName });
   // Calls that will become parts: the accepted ones.
   const events = retractions(order.accepted(), 'rejected');
   events.push(journal.modelUsage(t.turnId, actorName, usage, stopReason as ModelStopReason));

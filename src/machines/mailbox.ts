@@ -12,6 +12,10 @@
  *   the tool result as the model may see it (the llm-session view, as its own tool_result
  *   would be), never the record itself (the peer-response view). A peer's record is not repeated:
  *   its envelope is a user entry every actor reads.
+ * - A turn the model refused (a `refused` entry) is left out whole, for every actor: its user
+ *   message, the model's responses (the refused partial one included), their tool results, nudges
+ *   and data. Claude's guidance: after a refusal, reset the context (remove the turn that
+ *   triggered it) before continuing, or later requests keep being refused.
  * - Consecutive messages of one role are merged; the history always starts with a user message.
  */
 import type { ContentBlock, MailboxEntry, ModelMessage, Part } from '../types.js';
@@ -41,6 +45,8 @@ export function createHistory(actor: string): HistoryView {
   /** Another actor's data-bearing results of `gatheredTurn` this actor has not been shown yet. */
   let gathered: string[] | null = null;
   let gatheredTurn = '';
+  /** Turns the model refused: none of their entries is folded (null until the first refusal). */
+  let refused: Set<string> | null = null;
   const push = (role: 'user' | 'assistant', block: ContentBlock) => {
     const n = out.length;
     const last = n > 0 ? out[n - 1]! : undefined;
@@ -97,12 +103,26 @@ export function createHistory(actor: string): HistoryView {
   return {
     actor,
     update(mailbox) {
-      if (mailbox.length < upTo) {
+      let refold = mailbox.length < upTo;
+      if (refold) refused = null;
+      // A refusal takes back its whole turn, entries already folded included: the view is
+      // folded again without it (refusals are rare; the cost is one pass over the mailbox).
+      for (let i = refold ? 0 : upTo; i < mailbox.length; i++) {
+        const e = mailbox[i]!;
+        if (e.kind === 'refused' && !(refused ??= new Set()).has(e.turnId)) {
+          refused.add(e.turnId);
+          refold = true;
+        }
+      }
+      if (refold) {
         out.length = 0;
         upTo = 0;
         gathered = null;
       }
-      for (let i = upTo; i < mailbox.length; i++) fold(mailbox[i]!, mailbox, i);
+      for (let i = upTo; i < mailbox.length; i++) {
+        const e = mailbox[i]!;
+        if (refused === null || !refused.has(e.turnId)) fold(e, mailbox, i);
+      }
       upTo = mailbox.length;
       if (out.length > 0 && out[0]!.role !== 'user') {
         return [{ role: 'user', content: [{ type: 'text', text: '(conversation continues)' }] }, ...out];
