@@ -221,7 +221,7 @@ const suiteRows = (name) => suites.flatMap((o) => o.results).find((r) => r.suite
 // What the SQLite store alone costs per turn, over a memory turn (bench/suites/sqlite-floor.mjs).
 const floor = Object.fromEntries(suiteRows('sqlite-floor').map((r) => [r.lane, r.xMemoryTurn]));
 const floorDetail = floor['sqlite file'] === undefined ? ''
-  : `; the store alone, per turn, over a memory turn: serialization ${floor.serialization}x, SQLite :memory: ${floor['sqlite :memory:']}x, SQLite file ${floor['sqlite file']}x (bench/suites/sqlite-floor.mjs)`;
+  : `; the store alone, per turn, over a memory turn: serialization ${floor.serialization}x, SQLite :memory: ${floor['sqlite :memory:']}x, SQLite file ${floor['sqlite file']}x; SQLite's own floor for the turn's three commits (the same bytes, one row and one transaction each, no turnstate code) ${floor['bare sqlite file']}x, where the budget leaves the store 1.0x (bench/suites/sqlite-floor.mjs)`;
 budget('SQLite store vs memory store (time per turn)', storePair ? storePair.ratio : us('turnstate:sqlite') / us(TS), 2.0, '<=', x,
   (storePair
     ? `${storePair.bMeanCpuUsPerTurn} / ${storePair.aMeanCpuUsPerTurn} µs, paired in one process (${storePair.pairs} pairs of blocks, ${storePair.turns.sqlite.toLocaleString('en-US')} + ${storePair.turns.memory.toLocaleString('en-US')} turns; block ratios ${storePair.ratioMin}-${storePair.ratioMax}x); separate processes: ${us('turnstate:sqlite')} / ${us(TS)} µs = ${x(us('turnstate:sqlite') / us(TS))}`

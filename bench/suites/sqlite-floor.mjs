@@ -6,12 +6,18 @@
 //   serialization    only the JSON.stringify calls the SQLite store makes for those commits
 //   sqlite :memory:  the commits into a SQLite store with no file (serialization + SQL, no I/O)
 //   sqlite file      the commits into a SQLite file (WAL, synchronous=normal: the default)
+//   bare sqlite file SQLite's own floor for those commits: the same bytes (the commits' JSON,
+//                    made outside the timed blocks) as one row per commit, one transaction each,
+//                    into a one-table file with the same settings, by better-sqlite3 with no
+//                    turnstate code. What any store that makes the turn's commits durable one by
+//                    one pays on this machine before doing anything of its own.
 // One process on one core, blocks whose order rotates (lib.mjs's blockOrder); each lane's figure is
 // its total CPU time over all its blocks divided by its turns, as bench/peers/pair.mjs does. A
 // lane's `xMemoryTurn` is its cost over the memory turn's: the 2.0x budget leaves the SQLite
 // store 1.0x of a memory turn for its whole work. Standalone; prints a markdown table and one
 // JSON line {suite:'sqlite-floor', rows}. `--quick` runs fewer, shorter rounds.
 import { mkdtempSync, rmSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { blockOrder, cpuMicros } from '../lib.mjs';
@@ -100,6 +106,22 @@ for (const [name, store] of Object.entries(stores)) {
     return cpuMicros() - c0;
   };
 }
+// The floor: one row per commit holding the bytes the store serialises for it.
+const bare = new Database(join(dir, 'bare.db'));
+bare.pragma('journal_mode = WAL');
+bare.pragma('synchronous = NORMAL');
+bare.pragma('wal_autocheckpoint = 8000');
+bare.exec('CREATE TABLE log (k INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+const bareInsert = bare.prepare('INSERT INTO log (k, body) VALUES (?, ?)');
+const bareCommit = bare.transaction((k, body) => bareInsert.run(k, body));
+const rowsOf = (step) => JSON.stringify([step.session, step.events, step.mailbox, step.executions, step.snapshot, step.approvals, step.enqueue]);
+let bareKey = 0;
+lanes['bare sqlite file'] = async (turns) => {
+  const batch = copies(turns).map((turn) => turn.map(rowsOf));
+  const c0 = cpuMicros();
+  for (const turn of batch) for (const body of turn) bareCommit.immediate(++bareKey, body);
+  return cpuMicros() - c0;
+};
 const names = Object.keys(lanes);
 const turnsOf = (name) => (name === 'memory turn' ? TURNS * 4 : TURNS);
 
@@ -117,6 +139,7 @@ try {
   }
 } finally {
   for (const s of Object.values(stores)) s.close();
+  bare.close();
   rmSync(dir, { recursive: true, force: true });
   await close();
 }
