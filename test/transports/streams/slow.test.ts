@@ -65,6 +65,27 @@ describe('streams: slow subscribers over 127.0.0.1 against the real runtime', ()
     }, 120_000);
   }
 
+  it('streams:slow:close-grace — "a client that has stopped reading altogether gets [the 4008 close] only if it reads again within 5 seconds, after which the server drops the connection and the client sees 1006": it resumes from its last seq all the same', async () => {
+    const session = await newSession();
+    const sub = wsSubscriber(srv.wsUrl, 'acme:ann', session.id);
+    await sub.connect();
+    await (await session.send('find flights to Corfu', { principal: ann })).settled;
+    await until(() => sub.received.some((e) => e.type === 'turn.settled'), 5_000, 'first turn');
+    sub.pause();
+    await bigTurnsUntilSlowDisconnect(session, 40);
+    // Past the close frame's grace (5 s) without reading: the server has dropped the connection.
+    await new Promise((r) => setTimeout(r, 6_000));
+    sub.resume();
+    await until(() => !sub.connected, 20_000, 'the drop to reach the client');
+    expect(sub.ends).toContain(1006);
+    expect(sub.ends).not.toContain(4008);
+    const log = await srv.runtime.store.readEvents(session.id, 0);
+    await sub.connect();
+    await until(() => sub.lastSeq === log.at(-1)!.seq, 20_000, 'resume to catch up');
+    checkSubscriber(sub.received, log);
+    await sub.disconnect();
+  }, 120_000);
+
   it('streams:slow:property — random subscribe/pause/resume/disconnect/reconnect: nothing kept is missed, held bytes stay under the bound', async () => {
     type Action =
       | { k: 'turn'; big: boolean }
