@@ -13,9 +13,10 @@ export function pairSafeEnd(text: string, max: number): number {
 }
 
 /**
- * `text` cut to at most `max` UTF-16 code units for echoing back in an error message, `…` marking
- * a cut: the cut never splits a surrogate pair (see pairSafeEnd), and any lone surrogate the text
- * itself holds is replaced (see wellFormed), so the echo always has a UTF-8 form.
+ * `text` cut to at most `max` UTF-16 code units for echoing back in an error message, a `…` after
+ * them marking a cut (so a cut echo is up to `max + 1` units): the cut never splits a surrogate
+ * pair (see pairSafeEnd), and any lone surrogate the text itself holds is replaced (see
+ * wellFormed), so the echo always has a UTF-8 form.
  */
 export function clipForEcho(text: string, max: number): string {
   return wellFormed(text.length > max ? `${text.slice(0, pairSafeEnd(text, max))}…` : text);
