@@ -3,17 +3,12 @@
  * tool runs, free text under thinking, and an approval that suspends a thinking actor's loop.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LoopbackReply } from '../../../src/models/loopback-server.js';
-import { bodies, record, rig, textPart, type Rig } from './rig.js';
+import { bodies, doneReply, record, rig, textPart, type Rig } from './rig.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
   await r?.close();
   r = undefined;
-});
-
-const done = (id: string, text: string): LoopbackReply => ({
-  content: [{ type: 'tool_use', name: 'respond', id, input: { parts: [textPart('response', text)], turnState: 'complete' } }],
 });
 
 /** Roles alternate, and after an assistant message with tool_use the next user message opens with one tool_result per tool_use, in order. */
@@ -42,7 +37,7 @@ describe('the Claude path: loop shapes the API is strict about', () => {
             { type: 'tool_use', name: 'slow_search', id: 'toolu_slow', input: { q: 'Corfu' } },
           ],
         },
-        done('toolu_done', 'Found it, and noted Tuesday.'),
+        doneReply('toolu_done', 'Found it, and noted Tuesday.'),
       ],
     });
     let release!: () => void;
@@ -85,7 +80,7 @@ describe('the Claude path: loop shapes the API is strict about', () => {
     r = await rig({
       script: [
         { content: [{ type: 'thinking', thinking: 'Just answer.', signature: 'sig-a' }, { type: 'text', text: 'Corfu is lovely in May.' }], stopReason: 'end_turn' },
-        done('toolu_done', 'Corfu is lovely in May.'),
+        doneReply('toolu_done', 'Corfu is lovely in May.'),
       ],
     });
     r.rt.registries.actors.register({ name: 'thinker', thinking: { budgetTokens: 1024 } });
@@ -121,7 +116,7 @@ describe('the Claude path: loop shapes the API is strict about', () => {
             { type: 'tool_use', name: 'book', id: 'toolu_book', input: { flight: 'EJ4521' } },
           ],
         },
-        done('toolu_done', 'Booked EJ4521.'),
+        doneReply('toolu_done', 'Booked EJ4521.'),
       ],
     });
     const booked: string[] = [];
@@ -179,7 +174,7 @@ describe('the Claude path: loop shapes the API is strict about', () => {
           ],
         },
         // the next turn starts again at the entry actor (triage), which answers
-        done('toolu_final', 'Direct flights on 15 August: two.'),
+        doneReply('toolu_final', 'Direct flights on 15 August: two.'),
       ],
     });
     r.rt.registries.actors.register({ name: 'triage', handoffs: ['flights'] });

@@ -6,8 +6,7 @@
  * resetting will result in continued refusals."
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LoopbackReply } from '../../../src/models/loopback-server.js';
-import { bodies, rig, textPart, type Rig } from './rig.js';
+import { bodies, doneReply, rig, textPart, type Rig } from './rig.js';
 
 let r: Rig | undefined;
 afterEach(async () => {
@@ -15,15 +14,11 @@ afterEach(async () => {
   r = undefined;
 });
 
-const done = (id: string, text: string): LoopbackReply => ({
-  content: [{ type: 'tool_use', name: 'respond', id, input: { parts: [textPart('response', text)], turnState: 'complete' } }],
-});
-
 describe('the Claude path: a refusal', () => {
   it('anthropic:refusal:reset-context — "When you receive stop_reason: refusal, you must reset the conversation context before continuing": the next turn sends neither the refused partial response (text, a cut respond(), an undispatched tool_use, their results) nor the user message that triggered it, nor the refused turn\'s earlier calls; the turns before it stay; the mailbox keeps the refused turn', async () => {
     r = await rig({
       script: [
-        done('toolu_hi', 'Hello!'),
+        doneReply('toolu_hi', 'Hello!'),
         // The refused turn: an ack and a tool call, then the response the classifier stops.
         {
           content: [
@@ -39,7 +34,7 @@ describe('the Claude path: a refusal', () => {
           ],
           stopReason: 'refusal',
         },
-        done('toolu_ok', 'Sunny.'),
+        doneReply('toolu_ok', 'Sunny.'),
       ],
     });
     r.rt.registries.tools.register({ name: 'lookup', description: 'Look up.', inputSchema: { type: 'object', properties: { q: { type: 'string' } } }, scope: 'generalist', handler: async () => ({ found: 'LOOKUP-RESULT' }) });

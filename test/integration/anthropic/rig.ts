@@ -10,7 +10,7 @@ import type { ModelEvent, ModelPort, ModelRequest } from '../../../src/machines/
 import { createAnthropicModel } from '../../../src/models/anthropic.js';
 import type { AnthropicModelOptions } from '../../../src/models/anthropic.js';
 import { startLoopbackMessagesServer } from '../../../src/models/loopback-server.js';
-import type { LoopbackMessagesServer, LoopbackServerOptions, LoopbackTurn } from '../../../src/models/loopback-server.js';
+import type { LoopbackMessagesServer, LoopbackReply, LoopbackServerOptions, LoopbackTurn } from '../../../src/models/loopback-server.js';
 import { createRuntime, type TurnstateRuntime } from '../../../src/runtime.js';
 import type { Part, SessionEvent, SessionEventOf, SessionEventType } from '../../../src/types.js';
 
@@ -100,6 +100,11 @@ export function respondInput(parts: Part[], turnState: string): { parts: Part[];
 
 export function textPart(partType: string, text: string): Part {
   return { text, metadata: { partType } };
+}
+
+/** A reply that settles the turn: one respond() call with a response part, `complete`. */
+export function doneReply(id: string, text: string): LoopbackReply {
+  return { content: [{ type: 'tool_use', name: 'respond', id, input: { parts: [textPart('response', text)], turnState: 'complete' } }] };
 }
 
 /** The Messages API request bodies the server received, in order. */
