@@ -69,7 +69,11 @@ function emptyStep(actor: string | null): PathStep {
 /** A part's comparable content: its text, or its data as JSON. */
 export function partText(p: Part): string {
   if (typeof p.text === 'string') return p.text;
-  return JSON.stringify(p.data ?? null);
+  const json = JSON.stringify(p.data ?? null);
+  // A surface's id is made from its tool call's id, which a re-run under another model renews:
+  // its content is compared with the part's own surface id as a placeholder.
+  const id = p.metadata.surfaceId;
+  return typeof id === 'string' && id !== '' ? json.split(JSON.stringify(id)).join('"<surface>"') : json;
 }
 
 /** The path of one session from its event log and mailbox. */

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createTravelDesk, travelDeskScript } from '../../examples/travel-desk/app.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { replayWithScript } from '../../src/replay/index.js';
+import { partText } from '../../src/replay/path.js';
 import { createRuntime } from '../../src/runtime.js';
 import { createMemoryStore } from '../../src/stores/memory.js';
 import type { SessionEvent } from '../../src/types.js';
@@ -30,6 +31,8 @@ describe('replay: recorded surfaces under another model', () => {
     expect(recorded.length).toBeGreaterThanOrEqual(2);
 
     const r = await replayWithScript(store, s.id, travelDeskScript());
+    // The same surfaces under their new ids: the paths agree (a part's own surface id is not content).
+    expect(r.diff.identical).toBe(true);
     const replayed = surfaces(r.events);
     expect(replayed).toHaveLength(recorded.length);
     const processor = new MessageProcessor([basicCatalog]);
@@ -41,5 +44,16 @@ describe('replay: recorded surfaces under another model', () => {
       expect(() => processor.processMessages(structuredClone(part.data.messages) as never)).not.toThrow();
     }
     await rt.close();
+  });
+
+  it("a surface part's content is compared without its own surface id: the same messages under another id agree, other content does not", () => {
+    const part = (id: string, city: string) => ({
+      metadata: { partType: 'a2ui-surface', surfaceId: id },
+      data: { messages: [{ version: 'v0.9', createSurface: { surfaceId: id, catalogId: 'c' } }, { version: 'v0.9', updateDataModel: { surfaceId: id, path: '/', value: { city, other: 'flights:toolu_b' } } }] },
+    });
+    expect(partText(part('flights:toolu_a', 'Corfu'))).toBe(partText(part('flights:toolu_z', 'Corfu')));
+    expect(partText(part('flights:toolu_a', 'Corfu'))).not.toBe(partText(part('flights:toolu_z', 'Rome')));
+    // Only the part's own id: another surface named in the content still counts.
+    expect(partText(part('flights:toolu_a', 'Corfu'))).toContain('flights:toolu_b');
   });
 });
