@@ -15,6 +15,11 @@
  * a child that has not loaded within `startupLimitMs` is killed as one that failed to start. A slot
  * whose child failed to start stays down while another slot serves; when none can, what waits
  * settles `{ budget }` and the next evaluation tries to start the pool again.
+ *
+ * Waiting evaluations are served round-robin by their `key` (the tenant; cel-queue.ts), so one
+ * key's backlog does not hold another's behind it, and one that waits past its `queueLimitMs`
+ * (while some child is up) settles `{ budget }`. A child whose heap is past half its limit after an
+ * evaluation says so in its reply (`retire`): it is sent nothing more and replaced at once.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +29,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CelShapeLimits } from './cel-environment.js';
 import { RECEIPT_BYTES, RECEIPT_FD_ARG } from './cel-protocol.js';
+import { FairQueue } from './cel-queue.js';
 import type { CelMessage, CelRequest } from './cel-worker.js';
 
 export type SandboxOutcome = { value: boolean | string } | { error: string } | { budget: string };
@@ -34,10 +40,20 @@ export interface SandboxJob {
   args: unknown;
   ctx: unknown;
   timeoutMs: number;
+  /**
+   * Whose evaluation it is (the tenant; the session when there is none): waiting evaluations are
+   * served round-robin by key, so one key's backlog does not hold another's behind it. Default ''.
+   */
+  key?: string;
+  /** Milliseconds it may wait for a free evaluator before it settles `{ budget }`; unbounded when absent. */
+  queueLimitMs?: number;
 }
 
 interface Pending extends SandboxJob {
+  key: string;
   settle(outcome: SandboxOutcome): void;
+  /** Settles it `{ budget }` when it has waited its `queueLimitMs`; cleared when it is sent. */
+  waitTimer?: NodeJS.Timeout | undefined;
   /**
    * Set when it was sent to a child that was lost before acknowledging it: it may run only on a
    * process started after that (a spawn number above this one), and is not sent again after that.
@@ -97,7 +113,7 @@ export interface CelSandboxOptions {
 
 export class CelSandbox {
   readonly #slots: Slot[];
-  readonly #queue: Pending[] = [];
+  readonly #queue = new FairQueue<Pending>();
   readonly #heapMb: number;
   readonly #startupLimitMs: number;
   readonly #entry: string;
@@ -131,15 +147,45 @@ export class CelSandbox {
 
   evaluate(job: SandboxJob): Promise<SandboxOutcome> {
     return new Promise<SandboxOutcome>((settle) => {
-      this.#queue.push({ ...job, settle });
+      this.#enqueue({ ...job, key: job.key ?? '', settle }, false);
       this.#dispatch();
       this.#hold();
     });
   }
 
+  /**
+   * Queues `p` (`front`: sent again, it goes first) under its wait limit: past `queueLimitMs` it
+   * settles `{ budget }`. While no evaluator is up the clock is restarted: a start-up never counts
+   * against a policy.
+   */
+  #enqueue(p: Pending, front: boolean): void {
+    this.#queue.push(p, front);
+    const limit = p.queueLimitMs;
+    if (limit === undefined || !Number.isFinite(limit)) return;
+    const expire = (): void => {
+      if (!this.#slots.some((s) => s.ready)) {
+        p.waitTimer = setTimeout(expire, limit);
+        return;
+      }
+      p.waitTimer = undefined;
+      if (!this.#queue.remove(p)) return;
+      p.settle({ budget: `policy evaluators busy: none was free within ${limit} ms` });
+      this.#hold();
+    };
+    p.waitTimer = setTimeout(expire, limit);
+  }
+
+  /** Empties the queue, settling each evaluation `{ budget }` for `why`. */
+  #failWaiting(why: string): void {
+    for (const p of this.#queue.drain()) {
+      clearTimeout(p.waitTimer);
+      p.settle({ budget: why });
+    }
+  }
+
   /** Children keep the server alive only while an evaluation waits for them. */
   #hold(): void {
-    const busy = this.#queue.length > 0 || this.#slots.some((s) => s.job !== undefined);
+    const busy = this.#queue.size > 0 || this.#slots.some((s) => s.job !== undefined);
     for (const { worker } of this.#slots) {
       if (worker === undefined) continue;
       const channel = worker.channel as { ref?: () => void; unref?: () => void } | undefined;
@@ -155,7 +201,7 @@ export class CelSandbox {
 
   /** Terminates every worker; queued and running evaluations settle `{ budget }`. */
   async close(): Promise<void> {
-    for (const p of this.#queue.splice(0)) p.settle({ budget: 'the policy evaluator was closed' });
+    this.#failWaiting('the policy evaluator was closed');
     await Promise.all(
       this.#slots.map(async (slot) => {
         const w = slot.worker;
@@ -176,13 +222,14 @@ export class CelSandbox {
 
   #dispatch(): void {
     for (const slot of this.#slots) {
-      if (this.#queue.length === 0) return;
+      if (this.#queue.size === 0) return;
       if (slot.worker === undefined && !slot.failedStart) this.#spawn(slot);
       if (!slot.ready || slot.job !== undefined) continue;
       // An evaluation sent again waits for a process started after the one that lost it.
-      const at = this.#queue.findIndex((q) => q.resentAfter === undefined || slot.spawn > q.resentAfter);
-      if (at < 0) continue;
-      const p = this.#queue.splice(at, 1)[0]!;
+      const p = this.#queue.take((q) => q.resentAfter === undefined || slot.spawn > q.resentAfter);
+      if (p === undefined) continue;
+      clearTimeout(p.waitTimer);
+      p.waitTimer = undefined;
       const id = ++this.#nextId;
       const timer = setTimeout(() => this.#kill(slot, `evaluation exceeded its ${p.timeoutMs} ms budget`), p.timeoutMs);
       slot.job = { ...p, id, timer, received: false };
@@ -237,8 +284,14 @@ export class CelSandbox {
       } else if (typeof m === 'number') {
         if (slot.job?.id === m) slot.job.received = true;
         return;
-      } else if (slot.job?.id === m.id) {
-        this.#finish(slot, 'error' in m ? { error: m.error } : { value: m.value });
+      } else {
+        if (slot.job?.id === m.id) this.#finish(slot, 'error' in m ? { error: m.error } : { value: m.value });
+        // Its heap is past half its limit (cel-worker.ts): it takes nothing more; a fresh process replaces it.
+        if (m.retire === true) {
+          this.#end(worker);
+          this.#lose(slot, 'the policy evaluator was retired');
+          return;
+        }
       }
       this.#dispatch();
     });
@@ -274,8 +327,10 @@ export class CelSandbox {
     if (job !== undefined && !job.received && job.resentAfter === undefined) {
       slot.job = undefined;
       clearTimeout(job.timer);
-      const { expression, shape, args, ctx, timeoutMs, settle } = job;
-      this.#queue.unshift({ expression, shape, args, ctx, timeoutMs, settle, resentAfter: this.#spawns });
+      const { expression, shape, args, ctx, timeoutMs, key, queueLimitMs, settle } = job;
+      const again: Pending = { expression, shape, args, ctx, timeoutMs, key, settle, resentAfter: this.#spawns };
+      if (queueLimitMs !== undefined) again.queueLimitMs = queueLimitMs;
+      this.#enqueue(again, true);
     }
     this.#end(worker);
     this.#lose(slot, failure ?? this.#ending(worker));
@@ -333,10 +388,10 @@ export class CelSandbox {
       // the next evaluation tries the whole pool again.
       slot.failedStart = true;
       // An evaluation waiting for a process started after its loss may not get one: any will do.
-      for (const q of this.#queue) delete q.resentAfter;
+      for (const q of this.#queue.values()) delete q.resentAfter;
       if (this.#slots.every((s) => s.worker === undefined)) {
         for (const s of this.#slots) s.failedStart = false;
-        for (const p of this.#queue.splice(0)) p.settle({ budget: `the policy evaluator could not start: ${why}` });
+        this.#failWaiting(`the policy evaluator could not start: ${why}`);
       }
     } else if (slot.used || ++slot.idleLosses < MAX_IDLE_LOSSES) {
       // A child that had started is replaced now, not when the next evaluation needs it (a cold

@@ -9,6 +9,7 @@
  * wakes nobody; without one, or once writing it fails, the id as a message.
  */
 import { writeSync } from 'node:fs';
+import { getHeapStatistics } from 'node:v8';
 import { celEnvironment, type CelShapeLimits } from './cel-environment.js';
 import { RECEIPT_BYTES, RECEIPT_FD_ARG } from './cel-protocol.js';
 
@@ -21,7 +22,8 @@ export interface CelRequest {
   ctx: unknown;
 }
 
-export type CelReply = { id: number; value: boolean | string } | { id: number; error: string };
+/** `retire`: the child's heap is past half its limit; it exits after this reply and takes no more requests. */
+export type CelReply = ({ id: number; value: boolean | string } | { id: number; error: string }) & { retire?: true };
 
 /** What the evaluator sends: 'ready' once loaded; per request its reply (and its id first when it has no receipt file). */
 export type CelMessage = 'ready' | number | CelReply;
@@ -103,7 +105,14 @@ if (process.send !== undefined) {
       }
     }
     if (receiptFd === undefined) process.send!(req.id);
-    process.send!(evaluateRequest(req));
+    const reply = evaluateRequest(req);
+    // cel-js caches every runtime type it names, for good (a module-global registry): model-chosen
+    // shapes grow it until an innocent evaluation runs out of heap. A heap past half its limit after
+    // an evaluation retires this process: the reply says so (the pool sends it nothing more and
+    // starts its replacement) and the process exits once the reply is on its way.
+    const h = getHeapStatistics();
+    if (h.used_heap_size > h.heap_size_limit / 2) process.send!({ ...reply, retire: true }, () => process.exit(0));
+    else process.send!(reply);
   });
   // The server went away: so does its evaluator.
   process.on('disconnect', () => process.exit(0));

@@ -4,18 +4,21 @@
  * - `false` / `undefined`: no approval needed (`approve`, source 'none').
  * - `true`: always ask a human (source 'always').
  * - `{ autoApproveIf: "<CEL>" }`: parsed and type-checked at registration; evaluated over a pinned
- *   context where only `args` and `ctx` exist, in a worker thread (cel-sandbox.ts) under a time and
- *   heap budget, with `matches` on RE2. `true` approves, `false` asks; anything else, an evaluation
+ *   context where only `args` and `ctx` exist, in a child process (cel-sandbox.ts) under a time and
+ *   heap budget, with `matches` on RE2, served in turn by tenant. bytes are refused at registration
+ *   (outside the heap cap). An evaluation error's message is quoted, clipped, as the reason.
+ *   `true` approves, `false` asks; anything else, an evaluation
  *   error, or input over the bounds asks with source 'cel-error'; an evaluation over its budget asks
  *   with source 'policy-budget'. Never approves on failure.
- * - a handler function: its verdict is used as given; a throw, a rejection, a timeout or a
- *   malformed verdict asks with source 'handler-error'.
+ * - a handler function: its verdict is used as given; a throw, a rejection, a timeout (an answer
+ *   after the limit, synchronous ones included) or a malformed verdict asks with source 'handler-error'.
  *
  * No `eval`, no `new Function`: CEL is interpreted by @marcbachmann/cel-js.
  */
 import { RegistrationError } from '../errors.js';
 import { celEnvironment, compilePattern, rewriteMatches, RE2_MATCHES, type MatchesSite } from './cel-environment.js';
 import { CelSandbox } from './cel-sandbox.js';
+import { clipForEcho } from '../text.js';
 import type { PolicyResult } from '../types.js';
 import type { ApprovalHandler, ApprovalPolicy, ApprovalVerdict, CompiledApprovalPolicy, PolicyContext } from '../registries/types.js';
 
@@ -41,7 +44,15 @@ export interface PolicyLimits {
   evaluationTimeoutMs: number;
   /** Heap (MB) of the worker CEL evaluations run in; an evaluation that exhausts it asks instead. */
   evaluationHeapMb: number;
+  /**
+   * Milliseconds one CEL evaluation may wait for a free evaluator (behind others') before the policy
+   * asks instead; default `EVALUATION_QUEUE_FACTOR` × `evaluationTimeoutMs` (1,000 ms).
+   */
+  evaluationQueueMs?: number;
 }
+
+/** An evaluation waits for a free evaluator at most this many times its time budget, unless told. */
+const EVALUATION_QUEUE_FACTOR = 5;
 
 export const DEFAULT_POLICY_LIMITS: Readonly<PolicyLimits> = Object.freeze({
   maxExpressionLength: 4096,
@@ -60,6 +71,9 @@ const NONE: PolicyResult = Object.freeze({ decision: 'approve', source: 'none' }
 const ALWAYS: PolicyResult = Object.freeze({ decision: 'ask', source: 'always' });
 const CEL_APPROVE: PolicyResult = Object.freeze({ decision: 'approve', source: 'cel' });
 const CEL_ASK: PolicyResult = Object.freeze({ decision: 'ask', source: 'cel' });
+
+/** UTF-16 units of a CEL error echoed in a policy's reason (the approver reads it). */
+const MAX_ERROR_ECHO = 200;
 
 const MACROS = new Set(['all', 'exists', 'exists_one', 'map', 'filter', 'sortBy']);
 
@@ -130,8 +144,17 @@ function checkAst(toolName: string, node: unknown, limits: PolicyLimits, macroDe
   }
   if (!isNode(node)) return;
   const args = node.args;
+  // A bytes value is a Buffer, whose memory lies outside the V8 heap --max-old-space-size caps: a
+  // policy making them could hold gigabytes (bytes(args.s) in a two-deep map reached 1.9 GB).
+  if (node.op === 'value' && args instanceof Uint8Array) {
+    fail('tools:cel:bytes-unsupported', toolName, 'autoApproveIf may not use a bytes literal (b"..."): bytes values are not bounded by the evaluator\'s heap budget');
+  }
   if ((node.op === 'rcall' || node.op === 'call') && Array.isArray(args)) {
     const name = args[0];
+    // json() is a bytes method: no bytes can be made, and its plain objects are not the maps policies see.
+    if (name === 'bytes' || (name === 'json' && node.op === 'rcall')) {
+      fail('tools:cel:bytes-unsupported', toolName, `autoApproveIf may not call ${name}(): bytes values are not bounded by the evaluator's heap budget`);
+    }
     if (name === 'matches') {
       const callArgs = node.op === 'rcall' ? args[2] : args[1];
       const pattern = Array.isArray(callArgs) ? callArgs[callArgs.length - 1] : undefined;
@@ -281,9 +304,21 @@ function compileCel(toolName: string, expression: unknown, allowStandingApproval
       return { decision: 'ask', source: 'cel-error', reason: `not evaluated: ${problem}` };
     }
     // Looked up per evaluation: after closePolicyEvaluators() a new, closable pool is made.
-    const out = await sandboxFor(limits.evaluationHeapMb).evaluate({ expression: runnable, shape, args, ctx: pinned, timeoutMs: limits.evaluationTimeoutMs });
+    // Waiting evaluations are served in turn by tenant (by session without one): one tenant's slow
+    // policies do not hold up another's.
+    const key = pinned.tenant.id ?? pinned.session.tenantId;
+    const out = await sandboxFor(limits.evaluationHeapMb).evaluate({
+      expression: runnable,
+      shape,
+      args,
+      ctx: pinned,
+      timeoutMs: limits.evaluationTimeoutMs,
+      key: key === undefined ? `session:${pinned.session.id}` : `tenant:${key}`,
+      queueLimitMs: limits.evaluationQueueMs ?? EVALUATION_QUEUE_FACTOR * limits.evaluationTimeoutMs,
+    });
     if ('budget' in out) return { decision: 'ask', source: 'policy-budget', reason: `autoApproveIf not decided: ${out.budget}` };
-    if ('error' in out) return { decision: 'ask', source: 'cel-error', reason: out.error };
+    // The error may quote model-chosen text (a missing key): clipped and quoted, never the runtime's own words.
+    if ('error' in out) return { decision: 'ask', source: 'cel-error', reason: `autoApproveIf failed: ${JSON.stringify(clipForEcho(out.error, MAX_ERROR_ECHO))}` };
     if (out.value === true) return CEL_APPROVE;
     if (out.value === false) return CEL_ASK;
     return { decision: 'ask', source: 'cel-error', reason: `autoApproveIf yielded ${out.value}, not a bool` };
@@ -321,14 +356,24 @@ function compileHandler(handler: ApprovalHandler, allowStandingApproval: boolean
   const evaluate = (args: unknown, ctx: PolicyContext): PolicyResult | Promise<PolicyResult> => {
     let out: unknown;
     let then: unknown;
+    let t0 = 0;
     try {
       // A copy: what the handler does to its args never reaches the call a human approves or the tool runs.
-      out = handler(structuredClone(args), pinnedContext(ctx));
+      const input = structuredClone(args);
+      const pinned = pinnedContext(ctx);
+      t0 = performance.now();
+      out = handler(input, pinned);
       then = out !== null && typeof out === 'object' ? (out as { then?: unknown }).then : undefined;
     } catch (e) {
       return handlerError(`approval handler threw: ${errorMessage(e)}`);
     }
-    if (typeof then !== 'function') return readVerdict(out);
+    // Synchronous work runs on the event loop and cannot be interrupted (a backtracking regex): an
+    // answer that comes after the limit, timed rather than raced (a blocked loop runs no timer), is not taken.
+    const late = (): PolicyResult | undefined => {
+      const took = performance.now() - t0;
+      return took > limits.handlerTimeoutMs ? handlerError(`approval handler did not answer within ${limits.handlerTimeoutMs} ms (it took ${Math.round(took)} ms)`) : undefined;
+    };
+    if (typeof then !== 'function') return late() ?? readVerdict(out);
     return new Promise<PolicyResult>((resolve) => {
       let settled = false;
       const settle = (r: PolicyResult): void => {
@@ -337,12 +382,15 @@ function compileHandler(handler: ApprovalHandler, allowStandingApproval: boolean
         clearTimeout(timer);
         resolve(r);
       };
-      const timer = setTimeout(() => settle(handlerError(`approval handler did not answer within ${limits.handlerTimeoutMs} ms`)), limits.handlerTimeoutMs);
+      const timer = setTimeout(
+        () => settle(handlerError(`approval handler did not answer within ${limits.handlerTimeoutMs} ms`)),
+        Math.max(0, limits.handlerTimeoutMs - (performance.now() - t0)),
+      );
       timer.unref?.();
       try {
         (then as (ok: (v: unknown) => void, no: (e: unknown) => void) => unknown).call(
           out,
-          (v) => settle(readVerdict(v)),
+          (v) => settle(late() ?? readVerdict(v)),
           (e) => settle(handlerError(`approval handler rejected: ${errorMessage(e)}`)),
         );
       } catch (e) {

@@ -44,7 +44,7 @@ describe('approval policy: field names are data', () => {
     const user = { id: 'u', tier: 'trusted', constructor: 'x' } as unknown as PolicyContext['user'];
     expect(await run('ctx.user.tier == "trusted" && ctx.user.constructor == "x"', { q: 'x' }, { ...ctx, user })).toEqual({ decision: 'approve', source: 'cel' });
     // What was not found is still an error, and the bounds still apply.
-    expect(await run('args.missing == 1', args)).toEqual({ decision: 'ask', source: 'cel-error', reason: 'No such key: missing' });
+    expect(await run('args.missing == 1', args)).toEqual({ decision: 'ask', source: 'cel-error', reason: 'autoApproveIf failed: "No such key: missing"' });
     expect(await run('args.q == "x"', { q: 'x', constructor: 'y', big: 'z'.repeat(70_000) })).toMatchObject({ decision: 'ask', source: 'cel-error' });
   });
 });

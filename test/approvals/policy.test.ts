@@ -52,7 +52,7 @@ describe('approval policy: CEL over a pinned context', () => {
 
   it('approvals:cel:error-asks — an evaluation error asks with source cel-error and the CEL message as reason', async () => {
     const r = await run('args.totalCost < 50', {});
-    expect(r).toEqual({ decision: 'ask', source: 'cel-error', reason: 'No such key: totalCost' });
+    expect(r).toEqual({ decision: 'ask', source: 'cel-error', reason: 'autoApproveIf failed: "No such key: totalCost"' });
   });
 
   it('approvals:cel:never-throws — evaluate never throws or rejects, whatever args are', async () => {
