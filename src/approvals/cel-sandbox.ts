@@ -94,6 +94,17 @@ function workerEntry(): URL {
   return new URL(import.meta.url.endsWith('.ts') ? './cel-worker.source.mjs' : './cel-worker.js', import.meta.url);
 }
 
+/**
+ * What an evaluator inherits of the server's environment: where programs are and the time zone,
+ * nothing else. A policy's input is model-chosen, so the process that reads it holds none of the
+ * server's secrets (API keys, database URLs) and loads none of its NODE_OPTIONS hooks.
+ */
+export function evaluatorEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const k of ['PATH', 'TZ'] as const) if (env[k] !== undefined) out[k] = env[k];
+  return out;
+}
+
 /** Scheduling priority of evaluator processes (POSIX nice: 19 is the lowest). */
 const EVALUATOR_NICE = 15;
 
@@ -252,6 +263,7 @@ export class CelSandbox {
       worker = fork(this.#entry, receipt === undefined ? [] : [RECEIPT_FD_ARG, '4'], {
         execArgv: [`--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 16))}`, '--stack-size=2048'],
         serialization: 'advanced',
+        env: evaluatorEnv(process.env),
         stdio: receipt === undefined ? ['ignore', 'ignore', 'ignore', 'ipc'] : ['ignore', 'ignore', 'ignore', 'ipc', receipt],
       });
     } catch (e) {
