@@ -120,6 +120,8 @@ export interface CelSandboxOptions {
   startupLimitMs?: number;
   /** The child's module; the built evaluator unless a test names another. */
   entry?: string;
+  /** The child's environment; `evaluatorEnv(process.env)` (PATH and TZ) unless a test's fixture needs more. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export class CelSandbox {
@@ -128,6 +130,7 @@ export class CelSandbox {
   readonly #heapMb: number;
   readonly #startupLimitMs: number;
   readonly #entry: string;
+  readonly #env: NodeJS.ProcessEnv | undefined;
   #nextId = 0;
   #spawns = 0;
   readonly #killed = new WeakSet<ChildProcess>();
@@ -136,6 +139,7 @@ export class CelSandbox {
     this.#heapMb = opts.heapMb;
     this.#startupLimitMs = opts.startupLimitMs ?? EVALUATOR_STARTUP_LIMIT_MS;
     this.#entry = opts.entry ?? fileURLToPath(workerEntry());
+    this.#env = opts.env;
     this.#slots = Array.from({ length: Math.max(1, opts.workers) }, () => ({
       worker: undefined,
       ready: false,
@@ -263,7 +267,7 @@ export class CelSandbox {
       worker = fork(this.#entry, receipt === undefined ? [] : [RECEIPT_FD_ARG, '4'], {
         execArgv: [`--max-old-space-size=${heapMb}`, `--max-semi-space-size=${Math.max(1, Math.floor(heapMb / 16))}`, '--stack-size=2048'],
         serialization: 'advanced',
-        env: evaluatorEnv(process.env),
+        env: this.#env ?? evaluatorEnv(process.env),
         stdio: receipt === undefined ? ['ignore', 'ignore', 'ignore', 'ipc'] : ['ignore', 'ignore', 'ignore', 'ipc', receipt],
       });
     } catch (e) {

@@ -74,7 +74,7 @@ afterEach(async () => {
 
 describe('approval-policy evaluator pool: lost evaluators', () => {
   it('approvals:pool:idle-loss — evaluations sent to evaluators killed while idle are decided on fresh processes, not asked with policy-budget; lost evaluators are replaced without waiting for demand', async () => {
-    pool = new CelSandbox({ workers: 2, heapMb: 64, entry });
+    pool = new CelSandbox({ workers: 2, heapMb: 64, entry, env: process.env });
     // Both loaded and idle.
     expect(await Promise.all([pool.evaluate(job(1)), pool.evaluate(job(9))])).toEqual([{ value: true }, { value: false }]);
     for (let round = 0; round < 3; round++) {
@@ -98,7 +98,7 @@ describe('approval-policy evaluator pool: lost evaluators', () => {
   }, 60_000);
 
   it('approvals:pool:idle-loss — an evaluation whose evaluator dies while running it still asks (policy-budget, naming how it died) and is not sent again', async () => {
-    pool = new CelSandbox({ workers: 1, heapMb: 64, entry });
+    pool = new CelSandbox({ workers: 1, heapMb: 64, entry, env: process.env });
     expect(await pool.evaluate(job(1))).toEqual({ value: true });
     const [pid] = loaded();
     const cpu0 = cpuTicks(pid!);

@@ -48,7 +48,7 @@ afterEach(async () => {
 describe('approval-policy evaluator pool start-up', () => {
   it('approvals:pool:startup-limit — an evaluator that never loads settles the evaluation { budget } naming the start-up limit (it waited forever)', async () => {
     fixture({ hang: [1, 2, 3, 4, 5, 6] });
-    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 1_000, entry });
+    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 1_000, entry, env: process.env });
     expect(await pool.evaluate(job)).toEqual({ budget: 'the policy evaluator could not start: it was not ready within 1000 ms' });
     // The next evaluation tries the pool again (it waits out a new start-up) rather than failing at once or never.
     const t0 = performance.now();
@@ -58,7 +58,7 @@ describe('approval-policy evaluator pool start-up', () => {
 
   it('approvals:pool:healthy-slot — when one evaluator fails to start, queued evaluations go to the one that did (they all failed)', async () => {
     fixture({ exit: [1] });
-    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 20_000, entry });
+    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 20_000, entry, env: process.env });
     const outcomes = await Promise.all([pool.evaluate(job), pool.evaluate({ ...job, args: { n: 0 } }), pool.evaluate(job)]);
     expect(outcomes).toEqual([{ value: true }, { value: false }, { value: true }]);
     // The slot whose child failed is not respawned in a loop while the other serves.
@@ -68,7 +68,7 @@ describe('approval-policy evaluator pool start-up', () => {
   it('approvals:pool:healthy-slot — a hanging evaluator is killed at the limit while its sibling serves, and not started again', async () => {
     fixture({ hang: [1] });
     // Long enough for the sibling to load the real evaluator on a busy machine.
-    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 3_000, entry });
+    pool = new CelSandbox({ workers: 2, heapMb: 64, startupLimitMs: 3_000, entry, env: process.env });
     expect(await pool.evaluate(job)).toEqual({ value: true });
     await expect.poll(() => alive(1), { timeout: 10_000, interval: 100 }).toBe(false);
     expect(await pool.evaluate(job)).toEqual({ value: true });
