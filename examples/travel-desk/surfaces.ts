@@ -1,8 +1,8 @@
 /**
  * The travel desk's A2UI surface templates (docs/concepts/surfaces.md):
  *
- * - `flights` (search_flights' AnnotatedRecord kind): the flights found, one row per flight,
- *   bound by relative JSON Pointers into each item of `/flights`.
+ * - `flights` (search_flights' AnnotatedRecord kind): the flights found, one row per flight (the
+ *   first MAX_FLIGHT_ROWS of them), bound by relative JSON Pointers into each item of `/flights`.
  * - `approval:book_flight` (a pending booking): the flight being booked (its departure) and the total, with an
  *   **Approve** and a **Deny** button whose actions carry the approvalId, so a click answers
  *   the approval. It is built from what the template receives (the call's arguments) and the
@@ -27,6 +27,14 @@ export interface SurfaceFlight {
 export type ScheduledFlight = Omit<SurfaceFlight, 'from' | 'to'>;
 
 const V = 'v0.9';
+
+/**
+ * The most flights the `flights` surface lists (the title gives how many were found). A row draws
+ * 10 components, so 50 rows are about 500: far below the 5,000 a surface may draw with its data
+ * (surfaces:a2ui:drawn), whatever a search returns.
+ */
+export const MAX_FLIGHT_ROWS = 50;
+
 const text = (id: string, t: string | { path: string }, variant?: string) => ({ id, component: 'Text', text: t, ...(variant ? { variant } : {}) });
 
 /** What a surface shows of a flight: its displayed fields only (the app's record also holds the audit-only supplierCost). */
@@ -49,7 +57,9 @@ export function registerTravelDeskSurfaces(templates: SurfaceTemplateRegistryApi
     kind: 'flights',
     description: 'The flights a search found.',
     build(data, ctx) {
-      const flights = ((data as { flights?: SurfaceFlight[] }).flights ?? []).map(shown);
+      const found = (data as { flights?: SurfaceFlight[] }).flights ?? [];
+      const flights = found.slice(0, MAX_FLIGHT_ROWS).map(shown);
+      const title = `${found.length} flight${found.length === 1 ? '' : 's'} found${found.length > flights.length ? `, the first ${flights.length} shown` : ''}`;
       return [
         createSurface(ctx),
         {
@@ -58,7 +68,7 @@ export function registerTravelDeskSurfaces(templates: SurfaceTemplateRegistryApi
             surfaceId: ctx.surfaceId,
             components: [
               { id: 'root', component: 'Column', children: ['title', 'list'] },
-              text('title', `${flights.length} flight${flights.length === 1 ? '' : 's'} found`, 'h3'),
+              text('title', title, 'h3'),
               { id: 'list', component: 'List', children: { componentId: 'row', path: '/flights' } },
               { id: 'row', component: 'Row', justify: 'spaceBetween', children: ['f-id', 'f-route', 'f-departs', 'f-price'] },
               text('f-id', { path: 'id' }),

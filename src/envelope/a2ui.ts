@@ -24,6 +24,7 @@
  * `/messages/1/updateComponents/components/2/component`. Pure; never throws (a value that cannot
  * be checked at all, such as one that is not JSON data, is a problem at the list's path).
  */
+import { drawnWithData, type ComponentRef } from './a2ui-drawn.js';
 import {
   A2uiMessageListSchema,
   extractRefFields,
@@ -69,7 +70,8 @@ export const MAX_SURFACE_DEPTH = 64;
 /**
  * Components a surface may draw from `root`, counting a component once at every place it is
  * referred to from: a chain of components that each refer to the next twice is no loop and not
- * deep, yet draws 2^depth (surfaces:a2ui:drawn). A List's template counts once (its data decides the rest).
+ * deep, yet draws 2^depth (surfaces:a2ui:drawn). A List's template counts once per element of the
+ * array its data path resolves to in the list's data model (a2ui-drawn.ts), at least once here.
  */
 export const MAX_SURFACE_DRAWN = 5_000;
 
@@ -242,6 +244,8 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
       }
     }
   }
+  // What a list valid in every other way draws once its data is applied (surfaces:a2ui:drawn-data).
+  if (out.length === 0) out.push(...drawnWithData(messages, base, MAX_SURFACE_DRAWN, childRefs));
   return out;
 }
 
@@ -258,11 +262,8 @@ interface Placed {
   at: string;
 }
 
-/** One child reference of a component: the child's id and the path of the reference. */
-interface ChildRef {
-  id: string;
-  at: string;
-}
+/** One child reference of a component: the child's id, the path of the reference, a template's data path. */
+type ChildRef = ComponentRef;
 
 /**
  * Every child reference a component makes, as the basic catalog defines them (web_core's own
@@ -279,7 +280,10 @@ function childRefs({ component, at }: Placed): ChildRef[] {
       if (typeof v === 'string') out.push({ id: v, at: `${at}/${seg(key)}` });
     } else if (ref.kind === 'list') {
       if (Array.isArray(v)) v.forEach((id, k) => typeof id === 'string' && out.push({ id, at: `${at}/${seg(key)}/${k}` }));
-      else if (isObject(v) && typeof v.componentId === 'string') out.push({ id: v.componentId, at: `${at}/${seg(key)}/componentId` });
+      else if (isObject(v) && typeof v.componentId === 'string') {
+        // A template is drawn per element of its array (a path, as web_core's binder requires one); without one, once.
+        out.push({ id: v.componentId, at: `${at}/${seg(key)}/componentId`, ...(typeof v.path === 'string' && v.path !== '' ? { template: v.path } : {}) });
+      }
     } else if (Array.isArray(v)) {
       v.forEach((item, k) => {
         if (!isObject(item)) return;
@@ -377,7 +381,7 @@ function drawnPastBound(surfaceId: string, graph: ReadonlyMap<string, Placed>, r
   }
   return {
     path: at,
-    message: `draws more than ${MAX_SURFACE_DRAWN} components in surface "${surfaceId}" (a component referred to from several places is drawn at each); refer to fewer, or use a List over data`,
+    message: `draws more than ${MAX_SURFACE_DRAWN} components in surface "${surfaceId}" (a component referred to from several places is drawn at each, a List's template at least once); refer to fewer`,
   };
 }
 

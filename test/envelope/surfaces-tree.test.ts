@@ -10,6 +10,7 @@ import { MessageProcessor } from '@a2ui/web_core/v0_9';
 import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
 import { describe, expect, it } from 'vitest';
 import { checkA2uiMessages, checkSurfaceData, MAX_SURFACE_DEPTH, MAX_SURFACE_DRAWN } from '../../src/envelope/a2ui.js';
+import { drawnWithData, type ComponentRef, type PlacedComponent } from '../../src/envelope/a2ui-drawn.js';
 import { buildSurfaces, SurfaceTemplateError } from '../../src/envelope/surfaces.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { A2UI_BASIC_CATALOG_ID, SurfaceTemplateRegistry } from '../../src/registries/surface-templates.js';
@@ -100,6 +101,63 @@ describe('surfaces: the component tree', () => {
     // Many distinct components side by side are drawn once each.
     const wide = [create(), components([{ id: 'root', component: 'Column', children: Array.from({ length: 1000 }, (_, i) => `t${i}`) }, ...Array.from({ length: 1000 }, (_, i) => text(`t${i}`))])];
     expect(checkA2uiMessages(wide)).toEqual([]);
+  });
+
+  it('surfaces:a2ui:drawn-data — "A List\'s template counts once per element of the array its data path resolves to": a List over 30,000 rows (the review\'s 3.3 MB surface, which froze the page) is refused at its template reference, saying how many components its data makes drawn; nested Lists multiply; an array a later updateDataModel of the list grows is judged too; the same surfaces under the bound pass and the processor accepts them', () => {
+    const list = [
+      { id: 'root', component: 'Column', children: ['title', 'list'] },
+      text('title'),
+      { id: 'list', component: 'List', children: { componentId: 'row', path: '/flights' } },
+      { id: 'row', component: 'Row', children: ['f-id', 'f-to'] },
+      { id: 'f-id', component: 'Text', text: { path: 'id' } },
+      { id: 'f-to', component: 'Text', text: { path: 'to' } },
+    ];
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ id: `TS${i}`, to: 'Corfu' }));
+    // root, title and list, and 3 components a row: 1,665 rows draw 4,998.
+    const flights = (n: number) => [create(), components(list), model({ flights: rows(n) })];
+    const big = checkA2uiMessages(flights(30_000));
+    expect(big).toEqual([{ path: `${uc(1, 2)}/children/componentId`, message: expect.stringMatching(/^draws more than 5000 components in surface "s" with its data as message 2 leaves it \(90003 drawn\): "list" draws its template "row" \(3 components each\) once for each of the 30000 elements of the array at "\/flights"; .*give at most 1665 elements there/) }]);
+    expect(checkA2uiMessages(flights(1666))[0]!.message).toMatch(/\(5001 drawn\)/);
+    for (const ok of [flights(1665), flights(0), [create(), components(list)]]) {
+      expect(checkA2uiMessages(ok)).toEqual([]);
+      new MessageProcessor([basicCatalog]).processMessages(structuredClone(ok) as never);
+    }
+    // The data may come first, or grow in a later message of the same list (a renderer paints between them).
+    expect(checkA2uiMessages([create(), model({ flights: rows(30_000) }), components(list)])[0]!.path).toBe(`${uc(2, 2)}/children/componentId`);
+    const grown = [create(), components(list), model({ flights: [] }), { version: V, updateDataModel: { surfaceId: 's', path: '/flights', value: rows(2000) } }];
+    const before = JSON.stringify(grown);
+    expect(checkA2uiMessages(grown)[0]!.message).toMatch(/ with its data as message 3 leaves it \(6003 drawn\)/);
+    expect(JSON.stringify(grown)).toBe(before); // the check writes into no message's data
+    // Nested Lists multiply: 60 groups of 100 items draw more than 6,000; 10 groups of 100 pass.
+    const nested = [
+      { id: 'root', component: 'List', children: { componentId: 'g', path: '/groups' } },
+      { id: 'g', component: 'Column', children: ['name', 'items'] },
+      { id: 'name', component: 'Text', text: { path: 'name' } },
+      { id: 'items', component: 'List', children: { componentId: 'item', path: 'items' } },
+      { id: 'item', component: 'Text', text: { path: 'x' } },
+    ];
+    const groups = (g: number, n: number) => [create(), components(nested), model({ groups: Array.from({ length: g }, (_, i) => ({ name: `g${i}`, items: Array.from({ length: n }, (_, x) => ({ x })) })) })];
+    expect(checkA2uiMessages(groups(10, 100))).toEqual([]);
+    expect(checkA2uiMessages(groups(60, 100))).toEqual([{ path: `${uc(1, 0)}/children/componentId`, message: expect.stringMatching(/^draws more than 5000 components in surface "s" with its data as message 2 leaves it \(at least \d+ drawn\): "root" draws its template "g" once for each of the 60 elements/) }]);
+    // One group alone past the bound: refused at the inner List's template.
+    expect(checkA2uiMessages(groups(2, 6000))[0]!.path).toBe(`${uc(1, 3)}/children/componentId`);
+  });
+
+  it('surfaces:a2ui:drawn-data-later — "the same bound applies to the surface\'s data as updated": a list that updates a surface it did not create (an earlier part\'s) is judged over that surface as rebuilt when the check is given it, so an updateDataModel alone that grows its List past the bound is refused; without it, the list cannot be judged (surfaces:a2ui:order refuses it first)', () => {
+    // Children lists and templates only: enough for these components.
+    const refsOf = ({ component, at }: PlacedComponent): ComponentRef[] => {
+      const v = component.children;
+      if (Array.isArray(v)) return v.map((id: string, k) => ({ id, at: `${at}/children/${k}` }));
+      const t = v as { componentId: string; path: string } | undefined;
+      return t === undefined ? [] : [{ id: t.componentId, at: `${at}/children/componentId`, template: t.path }];
+    };
+    const earlier = [create(), components([{ id: 'root', component: 'List', children: { componentId: 'row', path: '/rows' } }, text('row')]), model({ rows: [] })];
+    const later = [model({ rows: Array.from({ length: 6000 }, (_, i) => i) })];
+    expect(drawnWithData(later, '/messages', MAX_SURFACE_DRAWN, refsOf, (id) => (id === 's' ? structuredClone(earlier) : undefined))).toEqual([
+      { path: '/messages/0/updateDataModel', message: expect.stringMatching(/^draws more than 5000 components in surface "s" with its data as message 0 leaves it \(6001 drawn\): "root" draws its template "row" \(1 components each\) once for each of the 6000 elements/) },
+    ]);
+    expect(drawnWithData(later, '/messages', MAX_SURFACE_DRAWN, refsOf)).toEqual([]);
+    expect(checkA2uiMessages(later)[0]!.message).toMatch(/is not created before this message/);
   });
 
   it('surfaces:build:tree — "Nothing invalid is ever published": a template that builds a looped surface yields no part and a SurfaceTemplateError (surface.template_invalid) naming the reference', () => {

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as desk from '../../examples/travel-desk/app.js';
+import { MAX_FLIGHT_ROWS, registerTravelDeskSurfaces } from '../../examples/travel-desk/surfaces.js';
 import * as turnstate from '../../src/index.js';
 
 const DESK = resolve(import.meta.dirname, '..', '..', 'examples', 'travel-desk');
@@ -40,6 +41,24 @@ describe('the travel desk', () => {
     expect(r.diff.differences).toEqual([]);
     expect(r.servedResults).toBe(2); // the search and the approved booking (a denied call is answered, not served)
     await rt.close();
+  });
+
+  it('examples:travel-desk:flights-bound — "A surface MUST draw at most 5,000 components … a List\'s template counts once per element of its data" (surfaces:a2ui:drawn): the flights surface lists the first MAX_FLIGHT_ROWS flights a search returns (about 500 components) and says how many were found, so a search of 30,000 flights still builds a valid surface; the desk\'s own search (2 flights) draws 23', () => {
+    const templates = new turnstate.SurfaceTemplateRegistry();
+    registerTravelDeskSurfaces(templates, () => undefined);
+    const flight = (i: number) => ({ id: `TS${i}`, from: 'London', to: 'Corfu', departs: '2026-06-12T07:40:00Z', price: i, currency: 'EUR' });
+    const build = (n: number) => turnstate.buildSurfaces(templates, [{ kind: 'flights', data: { flights: Array.from({ length: n }, (_, i) => flight(i)) }, sessionId: 'S', turnId: 'T', callId: 'c' }]);
+    for (const [n, title, rows] of [[2, '2 flights found', 2], [30_000, `30000 flights found, the first ${MAX_FLIGHT_ROWS} shown`, MAX_FLIGHT_ROWS]] as const) {
+      const { parts, errors } = build(n);
+      expect(errors).toEqual([]);
+      const messages = (parts[0]!.data as { messages: { updateComponents?: { components: { id: string; text?: unknown }[] }; updateDataModel?: { value: { flights: unknown[] } } }[] }).messages;
+      expect(messages.find((m) => m.updateComponents)!.updateComponents!.components.find((c) => c.id === 'title')!.text).toBe(title);
+      expect(messages.find((m) => m.updateDataModel)!.updateDataModel!.value.flights).toHaveLength(rows);
+      // root, title and the List, and the rest a row's: MAX_FLIGHT_ROWS rows stay far below the bound.
+      const drawn = 3 + (messages.find((m) => m.updateComponents)!.updateComponents!.components.length - 3) * rows;
+      expect(drawn).toBeLessThanOrEqual(n === 2 ? 23 : 503);
+    }
+
   });
 
   it('examples:travel-desk:readme-imports — the README snippet imports from \'turnstate\' and this folder (not ./src or ./examples paths that work only from the repository root), and each name it imports is exported there', () => {

@@ -101,7 +101,8 @@ describe.skipIf(!CHROMIUM_OK)('web: the travel desk demo page in Chromium', () =
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => {
-      if (m.type() === 'error') errors.push(m.text());
+      // Warnings too: @a2ui/lit's "[MarkdownDirective] … no markdown renderer" was one on every surface.
+      if (m.type() === 'error' || m.type() === 'warning') errors.push(`${m.type()}: ${m.text()}`);
     });
     const res = await page.goto(server.url + '/');
     expect(res?.headers()['content-type']).toBe('text/html; charset=utf-8');

@@ -2,7 +2,40 @@
 // MessageProcessor, both v0.9. Bundled by `npm run build:web` (scripts/build-web.mjs) into
 // web/dist/surfaces.js, which app.js loads; without the bundle the page shows surfaces as data.
 import { MessageProcessor } from '@a2ui/web_core/v0_9';
-import { basicCatalog } from '@a2ui/lit/v0_9';
+import { basicCatalog, Context } from '@a2ui/lit/v0_9';
+import { renderMarkdown } from '@a2ui/markdown-it';
+
+/**
+ * A2UI's Text is "simple Markdown": @a2ui/markdown-it renders it (markdown-it, whose raw HTML is
+ * off, so `<img onerror=…>` stays text; then DOMPurify). What the page's CSP would refuse, or a
+ * click should not do, goes too: an image (img-src is the page's own origin) is shown as its alt
+ * text, and a link that is not http(s) as its text; an http(s) link opens in a new tab without a
+ * referrer. Parsed in a <template>, whose content is inert (nothing loads, nothing runs).
+ */
+export async function renderSafeMarkdown(value, options) {
+  const template = document.createElement('template');
+  template.innerHTML = await renderMarkdown(String(value), options);
+  for (const img of template.content.querySelectorAll('img')) img.replaceWith(img.getAttribute('alt') ?? '');
+  for (const a of template.content.querySelectorAll('a')) {
+    if (/^https?:\/\//i.test(a.getAttribute('href') ?? '')) {
+      a.setAttribute('target', '_blank');
+      a.setAttribute('rel', 'noopener noreferrer');
+    } else a.replaceWith(...a.childNodes);
+  }
+  return template.innerHTML;
+}
+
+/**
+ * Gives `element`'s Text components the markdown renderer: @a2ui/lit's markdown context, answered
+ * by the context protocol's `context-request` event (what @lit/context's ContextProvider does).
+ */
+function provideMarkdown(element) {
+  element.addEventListener('context-request', (e) => {
+    if (e.context !== Context.markdown) return;
+    e.stopPropagation();
+    e.callback(renderSafeMarkdown);
+  });
+}
 
 /**
  * A renderer for one page: one processor holds every *active* surface of the conversation.
@@ -87,6 +120,7 @@ export function createSurfaceRenderer(onAction, onClosed = () => {}) {
         const el = document.createElement('a2ui-surface');
         el.surface = entry.surface;
         el.dataset.surfaceId = id;
+        provideMarkdown(el);
         entry.element = el;
         elements.push(el);
       }
