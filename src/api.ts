@@ -171,6 +171,13 @@ export interface SessionHandle {
   snapshot(): Promise<SessionSnapshot>;
   mailbox(): Promise<MailboxEntry[]>;
   executions(): Promise<ExecutionRecord[]>;
+  /**
+   * The session's live A2UI surfaces, in the order they were created: the ids its published
+   * `a2ui-surface` parts created and did not delete since (docs/concepts/surfaces.md, surfaces:live),
+   * as a client applying every part to one MessageProcessor holds them. Read from the store's
+   * events, so the same after a restart or passivation.
+   */
+  surfaces(): Promise<string[]>;
   /** Resolves when no turn is running or queued. */
   idle(): Promise<void>;
 }

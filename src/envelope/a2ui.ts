@@ -36,7 +36,9 @@ import {
 } from '@a2ui/web_core/v0_9';
 import { basicCatalog } from '@a2ui/web_core/v0_9/basic_catalog';
 import { A2UI_BASIC_CATALOG_ID } from '../registries/surface-templates.js';
+import type { LiveSurfaceView } from '../registries/types.js';
 import { dataDepthProblem, MAX_SURFACE_DATA_DEPTH } from './a2ui-data-depth.js';
+import { liveGraph, notCreated } from './live-surfaces.js';
 
 export { MAX_SURFACE_DATA_DEPTH };
 
@@ -100,11 +102,12 @@ function issueProblem(base: string, issue: ZodIssue, root: unknown): A2uiProblem
 
 /**
  * Problems of an A2UI message list (empty when valid). `base` prefixes every path
- * (`/messages` for a part's data).
+ * (`/messages` for a part's data). `live`: the session's live surfaces, which the list may update
+ * without creating them and may not create again without deleting them first (surfaces:live).
  */
-export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
+export function checkA2uiMessages(messages: unknown, base = '', live?: LiveSurfaceView): A2uiProblem[] {
   try {
-    return checkMessages(messages, base);
+    return checkMessages(messages, base, live);
   } catch (e) {
     // Not reached by JSON data within the bounds; a template's own objects (a getter that throws,
     // a Proxy) may still fail a check, and that is a problem with the list, not an exception.
@@ -112,7 +115,7 @@ export function checkA2uiMessages(messages: unknown, base = ''): A2uiProblem[] {
   }
 }
 
-function checkMessages(messages: unknown, base: string): A2uiProblem[] {
+function checkMessages(messages: unknown, base: string, live: LiveSurfaceView | undefined): A2uiProblem[] {
   const out: A2uiProblem[] = [];
   if (!Array.isArray(messages)) {
     out.push({ path: base, message: 'must be an array of A2UI v0.9 messages, each { version: "v0.9", <one of createSurface, updateComponents, updateDataModel, deleteSurface> }' });
@@ -137,6 +140,11 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
   // surfaces already reported for their tree (one problem each).
   const graphs = new Map<string, Map<string, Placed>>();
   const treeReported = new Set<string>();
+  // The session's live surfaces (an earlier part created them, none deleted them) that this list
+  // deletes, and those it refers to without creating them (rebuilt first for the processor below).
+  const liveGone = new Set<string>();
+  const liveUsed = new Set<string>();
+  const isLive = (id: string): boolean => live !== undefined && live.has(id) && !liveGone.has(id);
   for (let i = 0; i < messages.length && out.length < MAX_PROBLEMS; i++) {
     const m: unknown = messages[i];
     const at = `${base}/${i}`;
@@ -174,9 +182,19 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
       continue;
     }
     if ((key === 'updateComponents' || key === 'updateDataModel') && !created.has(surfaceId)) {
-      out.push({ path: `${at}/${key}/surfaceId`, message: `surface "${surfaceId}" is not created before this message: put its createSurface first in the same list (a MessageProcessor refuses updates of a surface it has not created)` });
+      if (isLive(surfaceId)) {
+        // A live surface is updated where it is (surfaces:live:update), with what it holds.
+        liveUsed.add(surfaceId);
+        if (key === 'updateComponents' && !graphs.has(surfaceId)) graphs.set(surfaceId, liveGraph(live!, surfaceId, `${at}/updateComponents/components`));
+      } else {
+        out.push({ path: `${at}/${key}/surfaceId`, message: notCreated(surfaceId, live) });
+      }
     }
     if (key === 'deleteSurface') {
+      if (isLive(surfaceId) && !created.has(surfaceId)) {
+        liveUsed.add(surfaceId);
+        liveGone.add(surfaceId);
+      }
       // The surface is gone; its id may be created again (A2UI v0.9.1: ids are unique among
       // active surfaces). What it was given is judged now, as it was.
       noRoot(surfaceId, created, updated, roots, base, out);
@@ -193,6 +211,12 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
       }
       if (created.has(surfaceId)) {
         out.push({ path: `${at}/createSurface/surfaceId`, message: `surface "${surfaceId}" is already created by message ${created.get(surfaceId)} and not deleted since; a surface is created once while it is active` });
+      } else if (isLive(surfaceId)) {
+        // surfaces:live:recreate: an A2UI client refuses a second createSurface of a surface it holds.
+        out.push({
+          path: `${at}/createSurface/surfaceId`,
+          message: `surface "${surfaceId}" is already live (an earlier part created it and it is not deleted): an A2UI client refuses a second createSurface of it. To change it, leave out this createSurface and send updateComponents / updateDataModel for "${surfaceId}" (they apply to the surface as it is); to replace it, put { "version": "v0.9", "deleteSurface": { "surfaceId": "${surfaceId}" } } before this createSurface in the same list`,
+        });
       }
       created.set(surfaceId, i);
       deleted.delete(surfaceId);
@@ -228,6 +252,14 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
     // The renderer's own verdict: a fresh processor applies the list (on a copy: it keeps what it is given).
     // One message at a time, so the problem names the message the processor refused.
     const processor = new MessageProcessor([basicCatalog]);
+    // The live surfaces the list acts on, as the client holds them (its processor has them already).
+    for (const id of liveUsed) {
+      try {
+        processor.processMessages((live!.rebuild(id) ?? []) as never);
+      } catch {
+        // A surface its client could not rebuild either: the list's own messages are judged as they come.
+      }
+    }
     let copy: unknown[];
     try {
       copy = structuredClone(messages) as unknown[];
@@ -245,7 +277,7 @@ function checkMessages(messages: unknown, base: string): A2uiProblem[] {
     }
   }
   // What a list valid in every other way draws once its data is applied (surfaces:a2ui:drawn-data).
-  if (out.length === 0) out.push(...drawnWithData(messages, base, MAX_SURFACE_DRAWN, childRefs));
+  if (out.length === 0) out.push(...drawnWithData(messages, base, MAX_SURFACE_DRAWN, childRefs, live && ((id) => live.rebuild(id))));
   return out;
 }
 
@@ -409,11 +441,11 @@ function messageKeysOf(data: unknown): string[] {
  * A2UI message (spec 000's `{ "version": "v0.9", "createSurface": { ... } }`), checked as the list
  * `[message]` (`normalizeSurfaceData` turns it into that list).
  */
-export function checkSurfaceData(data: unknown): A2uiProblem[] {
+export function checkSurfaceData(data: unknown, live?: LiveSurfaceView): A2uiProblem[] {
   const keys = messageKeysOf(data);
   if (keys.length === 1) {
     // Checked as a list of one; its paths start /0, the message's own paths do not.
-    return checkA2uiMessages([data]).map((p) => ({ path: p.path.slice(2), message: p.message }));
+    return checkA2uiMessages([data], '', live).map((p) => ({ path: p.path.slice(2), message: p.message }));
   }
   if (!isObject(data) || !('messages' in data)) {
     return [
@@ -428,7 +460,7 @@ export function checkSurfaceData(data: unknown): A2uiProblem[] {
   }
   const extra = Object.keys(data).filter((k) => k !== 'messages');
   const out = extra.map((k) => ({ path: `/${seg(k)}`, message: `unknown property ${JSON.stringify(k)}: an a2ui-surface part's data has only messages` }));
-  out.push(...checkA2uiMessages(data.messages, '/messages'));
+  out.push(...checkA2uiMessages(data.messages, '/messages', live));
   return out;
 }
 

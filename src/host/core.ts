@@ -6,7 +6,7 @@
 import type { RuntimeLimits, SendOptions } from '../api.js';
 import type { ArtifactStore, ModelPort, SessionRecord, SessionStore } from '../machines/ports.js';
 import type { SessionMachine } from '../machines/session.machine.js';
-import type { Registries } from '../registries/types.js';
+import type { LiveSurfaceView, Registries } from '../registries/types.js';
 import type { RespondParser } from '../respond/index.js';
 import type { EventRouter } from '../router/router.js';
 import type { ReasoningTraces } from '../envelope/reasoning.js';
@@ -77,7 +77,19 @@ export function principalOf(t: { opts: SendOptions; input: { principal?: Princip
   return t.opts.principal ?? t.input.principal;
 }
 
-/** Who a respond() call's content checks run for (artifact references are tenant-scoped). */
-export function sessionOf(core: HostCore): { sessionId: string; tenantId?: string } {
-  return core.record.tenantId !== undefined ? { sessionId: core.id, tenantId: core.record.tenantId } : { sessionId: core.id };
+/**
+ * Who a respond() call's content checks run for (artifact references are tenant-scoped), and the
+ * session's live surfaces as kept now (read them first with `journal.liveSurfaces()`: `needsSurfaces`).
+ */
+export function sessionOf(core: HostCore): { sessionId: string; tenantId?: string; surfaces?: LiveSurfaceView } {
+  const s: { sessionId: string; tenantId?: string; surfaces?: LiveSurfaceView } = { sessionId: core.id };
+  if (core.record.tenantId !== undefined) s.tenantId = core.record.tenantId;
+  const surfaces = core.journal.surfaces;
+  if (surfaces !== undefined) s.surfaces = surfaces;
+  return s;
+}
+
+/** Whether respond() input (or a peer's parts) holds an a2ui-surface part, whose check reads the live surfaces. */
+export function needsSurfaces(parts: unknown): boolean {
+  return Array.isArray(parts) && parts.some((p) => p !== null && typeof p === 'object' && (p as { metadata?: { partType?: unknown } }).metadata?.partType === 'a2ui-surface');
 }

@@ -12,6 +12,7 @@
  * this cache (while the session sleeps). A session deleted, or whose write failed, is dropped;
  * every view goes when the runtime closes (SessionDirectory.close).
  */
+import type { LiveSurfaces } from '../envelope/live-surfaces.js';
 import type { HistoryView } from '../machines/mailbox.js';
 import type { SessionStore } from '../machines/ports.js';
 import type { MailboxEntry } from '../types.js';
@@ -22,6 +23,8 @@ export interface MailboxView {
   entries: MailboxEntry[];
   /** Incremental model history per actor, derived from `entries`. */
   histories: Map<string, HistoryView> | null;
+  /** The live A2UI surfaces when the session slept (caught up from the store when it wakes). */
+  surfaces?: LiveSurfaces | null;
 }
 
 /** Mailboxes shorter than this are not kept (re-reading at most this many entries is cheap). */

@@ -16,7 +16,7 @@ import { PEER_DATA_KEY, peerData } from '../envelope/assemble.js';
 import { TurnstateError } from '../errors.js';
 import type { SessionMachineEvent } from '../machines/session.machine.js';
 import type { Envelope, MailboxEntry, Part, SessionEvent } from '../types.js';
-import { sessionOf, type HostCore } from './core.js';
+import { needsSurfaces, sessionOf, type HostCore } from './core.js';
 import { outcomeStep } from './tool-results.js';
 import { ANSWERED, type ActiveTurn } from './turn.js';
 
@@ -117,6 +117,7 @@ async function peerEnvelopeStep(s: HeldSession, turnId: string, at: string, enve
   // such as A2UI's; a runtime-only type such as approval-request never), each in its own call.
   const raw: unknown[] = Array.isArray(envelope.parts) ? structuredClone(envelope.parts) : [];
   const parts: { part: Part; index: number }[] = [];
+  if (needsSurfaces(raw)) await s.journal.liveSurfaces();
   const session = sessionOf(s);
   for (let i = 0; i < raw.length; i++) {
     const r = s.deps.parser.parse({ parts: [raw[i]], turnState: 'complete' }, { actor, handoffs: [], ...session });

@@ -18,7 +18,9 @@
  *   continues the log where they stand.
  * - The mailbox and the derived model history are caches over the log: kept while the session is
  *   awake, handed to the runtime's history cache by `forget()` (so a waking session reads only the
- *   entries written after them), rebuilt from the store otherwise.
+ *   entries written after them), rebuilt from the store otherwise. So are the session's live A2UI
+ *   surfaces (`liveSurfaces()`, envelope/live-surfaces.ts): a fold over the published parts, kept
+ *   as steps commit once it has been read, caught up from the store when it is behind.
  */
 import { Observable, Subject } from 'rxjs';
 import { ContainedObservable } from '../router/contained.js';
@@ -29,6 +31,7 @@ import type { Clock } from './clock.js';
 import { GroupCommit } from './group-commit.js';
 import { type HistoryCache, wakeMailbox } from './history-cache.js';
 import { isPromise } from './turn.js';
+import { LiveSurfaces } from '../envelope/live-surfaces.js';
 import { TurnstateError } from '../errors.js';
 import { cursorAheadProblem } from '../limits.js';
 
@@ -68,6 +71,8 @@ export class Journal {
   private readonly groupCommit: GroupCommit | null;
   private mailboxCache: MailboxEntry[] | null = null;
   private histories: Map<string, HistoryView> | null = null;
+  /** The live surfaces (surfaces:live), once read; kept as steps commit while it is current. */
+  private surfaceCache: LiveSurfaces | null = null;
 
   constructor(
     private readonly sessionId: string,
@@ -86,11 +91,15 @@ export class Journal {
           this.lastSeq = firstSeq;
           this.mailboxCache = null;
           this.histories = null;
+          this.surfaceCache = null;
           this.cache?.drop(sessionId);
         })
       : null;
     // A brand-new session has an empty mailbox: no need to read it back from the store.
-    if (fresh) this.mailboxCache = [];
+    if (fresh) {
+      this.mailboxCache = [];
+      this.surfaceCache = new LiveSurfaces();
+    }
   }
 
   /** The seq of the last event committed (or, under group commit, buffered). */
@@ -186,6 +195,7 @@ export class Journal {
     if (events) for (const e of events) e.seq = ++this.lastSeq;
     const landed = () => {
       if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+      this.keepSurfaces(events, before);
       this.fanout(events);
     };
     let r: unknown;
@@ -215,6 +225,33 @@ export class Journal {
     if (events) for (const e of events) e.seq = ++this.lastSeq;
     gc.add(step, firstSeq);
     if (step.mailbox && this.mailboxCache) for (const m of step.mailbox) this.mailboxCache.push(m);
+    this.keepSurfaces(events, firstSeq);
+  }
+
+  /** A step's events applied to the live surfaces, when they are current (else `liveSurfaces()` catches up from the store). */
+  private keepSurfaces(events: readonly SessionEvent[] | undefined, before: number): void {
+    if (events !== undefined && this.surfaceCache?.seq === before) this.surfaceCache.applyEvents(events);
+  }
+
+  /** The live surfaces as the last `liveSurfaces()` left them and the commits since kept them (none before it). */
+  get surfaces(): LiveSurfaces | undefined {
+    return this.surfaceCache ?? undefined;
+  }
+
+  /**
+   * The session's live A2UI surfaces (surfaces:live): what the published a2ui-surface parts
+   * created and did not delete, read from the store (after what is kept) up to the last seq.
+   */
+  async liveSurfaces(): Promise<LiveSurfaces> {
+    this.barrier();
+    const ledger = this.surfaceCache ?? new LiveSurfaces();
+    while (ledger.seq < this.lastSeq) {
+      const page = await this.page(ledger.seq);
+      if (page.length === 0) break;
+      ledger.applyEvents(page);
+    }
+    this.surfaceCache ??= ledger;
+    return this.surfaceCache;
   }
 
   /** Whether a failed write refuses every later one (group commit, or an asynchronous store's ordered writes). */
@@ -402,6 +439,7 @@ export class Journal {
         this.mailboxCache = v.entries;
         this.histories = v.histories;
       }
+      if (!this.surfaceCache && v.surfaces) this.surfaceCache = v.surfaces;
     }
     return this.mailboxCache;
   }
@@ -419,9 +457,10 @@ export class Journal {
 
   /** The session sleeps: its mailbox and histories go to the runtime's cache (if any). */
   forget(): void {
-    if (this.mailboxCache) this.cache?.put(this.sessionId, { entries: this.mailboxCache, histories: this.histories });
+    if (this.mailboxCache) this.cache?.put(this.sessionId, { entries: this.mailboxCache, histories: this.histories, surfaces: this.surfaceCache });
     this.mailboxCache = null;
     this.histories = null;
+    this.surfaceCache = null;
   }
 }
 

@@ -36,7 +36,7 @@ import type {
   ToolUseBlock,
   Usage,
 } from '../types.js';
-import { sessionOf, type HostCore } from './core.js';
+import { needsSurfaces, sessionOf, type HostCore } from './core.js';
 import type { ActorTools } from './tool-catalog.js';
 import { addUsage, RESPOND_OK, ZERO, type ActiveTurn } from './turn.js';
 import { pairSafeEnd } from '../text.js';
@@ -254,6 +254,8 @@ export async function callModel(core: HostCore, t: ActiveTurn, actorDef: ActorDe
           if (b.type === 'tool_use') {
             streams.get(ev.index)?.parser.end();
             if (b.name === RESPOND_TOOL_NAME || (compat && isCompatTool(b.name))) {
+              // An a2ui-surface part is checked against the session's live surfaces (surfaces:live).
+              if (b.name === RESPOND_TOOL_NAME && needsSurfaces((b.input as { parts?: unknown } | null)?.parts)) await journal.liveSurfaces();
               const { result, content: ok } = b.name === RESPOND_TOOL_NAME ? { result: parseRespondBlock(deps.parser, b, actorDef, sessionOf(core)), content: RESPOND_OK } : compatCall(t, b, actorDef, { deferCompletion: true });
               const call = order.add(b, result, ok);
               // A progress call applies at once: its parts reach subscribers now.

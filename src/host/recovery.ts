@@ -12,7 +12,7 @@ import { RESPOND_TOOL_NAME, type RespondResult } from '../respond/index.js';
 import { parseRespondBlock } from '../respond/ordering.js';
 import { applyResolution } from './approval-answers.js';
 import { replayCompatTurn } from './compat-turn.js';
-import { sessionOf, type HostCore } from './core.js';
+import { needsSurfaces, sessionOf, type HostCore } from './core.js';
 import type { EffectLoop } from './effect-loop.js';
 import { peerCallPrefix } from './injections.js';
 import { requestedChange } from './model-call.js';
@@ -152,7 +152,7 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
       else plan.dispatch.uses.push({ type: 'tool_use', id: c.id, name: c.tool, input: c.args });
     }
   }
-  const change = unappliedChange(core, t, mailbox, events);
+  const change = await unappliedChange(core, t, mailbox, events);
   if (change) plan.change = change;
   // A cut stream's deltas are void (events:delta:provisional), unless the change applied now publishes their parts.
   for (const callId of streamed) if (!ended.has(callId) && callId !== change?.callId) plan.retract.push(callId);
@@ -160,7 +160,7 @@ export async function planRecovery(core: HostCore, t: ActiveTurn, h: NonNullable
 }
 
 /** The last response's state-changing respond() call, committed but never applied. */
-function unappliedChange(core: HostCore, t: ActiveTurn, mailbox: readonly MailboxEntry[], events: readonly SessionEvent[]): RecoveryPlan['change'] {
+async function unappliedChange(core: HostCore, t: ActiveTurn, mailbox: readonly MailboxEntry[], events: readonly SessionEvent[]): Promise<RecoveryPlan['change']> {
   const last = mailbox.findLast((m) => m.turnId === t.turnId && m.kind === 'assistant');
   if (last?.kind !== 'assistant') return undefined;
   const def = core.deps.registries.actors.get(last.actor);
@@ -170,6 +170,8 @@ function unappliedChange(core: HostCore, t: ActiveTurn, mailbox: readonly Mailbo
     const ack = mailbox.find((m) => m.kind === 'tool_result' && m.callId === b.id);
     if (!ack || (ack.kind === 'tool_result' && ack.isError)) continue;
     if (events.some((e) => e.type === 'part.received' && e.callId === b.id)) continue;
+    // Its a2ui-surface parts are checked against the live surfaces, as when it arrived.
+    if (needsSurfaces((b.input as { parts?: unknown } | null)?.parts)) await core.journal.liveSurfaces();
     const r = parseRespondBlock(core.deps.parser, b, def, sessionOf(core));
     // A call that keeps the actor working was applied as it arrived; only a change can be pending.
     if (r.ok && r.call.turnState !== core.machine.state()) return { actor: last.actor, callId: b.id, result: r };

@@ -133,6 +133,10 @@ export class SessionHost implements SessionHandle, LoopOwner {
     return (await this.journal.mailbox()).slice();
   }
 
+  async surfaces(): Promise<string[]> {
+    return (await this.journal.liveSurfaces()).ids();
+  }
+
   async executions(): Promise<ExecutionRecord[]> {
     return await this.deps.store.readExecutions(this.id);
   }
@@ -175,13 +179,7 @@ export class SessionHost implements SessionHandle, LoopOwner {
     this.machine.adopt(this.deps.machine());
     const entry = this.deps.registries.actors.get(this.record.actor);
     this.machine.send(entry ? { type: 'START', turnId, limits: boundsOf(this, entry) } : { type: 'START', turnId });
-    const r = this.journal.commit(
-      {
-        events: [this.journal.turnStarted(turnId, this.record.actor, input)],
-        mailbox: [userEntry(turnId, this.deps.clock.iso(), input)],
-      },
-      true,
-    );
+    const r = this.journal.commit({ events: [this.journal.turnStarted(turnId, this.record.actor, input)], mailbox: [userEntry(turnId, this.deps.clock.iso(), input)] }, true);
     // With group commit the message is written with the rest of this event-loop turn, before
     // anything about it is published and before any side effect of the turn.
     if (r) return r.then(() => void this.loop.pump(t));

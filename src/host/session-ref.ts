@@ -72,6 +72,9 @@ export class SessionRef implements SessionHandle {
   async executions() {
     return (await this.live(this.id)).executions();
   }
+  async surfaces() {
+    return (await this.live(this.id)).surfaces();
+  }
   async idle() {
     return this.peek(this.id)?.idle();
   }

@@ -331,6 +331,27 @@ export interface PartCheckContext {
   actor: string;
   sessionId?: string;
   tenantId?: string;
+  /**
+   * The session's live A2UI surfaces when the part is checked (docs/concepts/surfaces.md,
+   * surfaces:live): a part may update one without creating it, and may not create one again
+   * without deleting it first. Absent: none are live (a template's surface, a check outside a session).
+   */
+  surfaces?: LiveSurfaceView | undefined;
+}
+
+/**
+ * The A2UI surfaces a session's published parts created and did not delete since, as a client
+ * holding the whole conversation has them (envelope/live-surfaces.ts keeps them).
+ */
+export interface LiveSurfaceView {
+  has(surfaceId: string): boolean;
+  /** The live surface ids, in the order they were created. */
+  ids(): string[];
+  /**
+   * A2UI messages that rebuild the surface as a client holds it now (its createSurface, then its
+   * components and data model, when it has any), a fresh copy; undefined when it is not live.
+   */
+  rebuild(surfaceId: string): unknown[] | undefined;
 }
 
 /**

@@ -16,7 +16,7 @@
  * mark_work_complete in the same response still counts (the completion applies at the response's
  * end and delivers the last draft); the other two rules hold, refused in spec 003's result form.
  */
-import type { ActorDefinition, TurnStateRegistryApi } from '../registries/types.js';
+import type { ActorDefinition, LiveSurfaceView, TurnStateRegistryApi } from '../registries/types.js';
 import type { ToolUseBlock } from '../types.js';
 import { compatRejection } from './compat.js';
 import { RespondRule, rejection, type RespondParser } from './parse.js';
@@ -33,7 +33,7 @@ export function parseRespondBlock(
   parser: RespondParser,
   b: ToolUseBlock,
   actor: ActorDefinition,
-  session: { sessionId: string; tenantId?: string },
+  session: { sessionId: string; tenantId?: string; surfaces?: LiveSurfaceView | undefined },
 ): RespondResult {
   if (b.duplicateKey !== undefined) {
     return rejectCall(

@@ -4,7 +4,7 @@
  * stream.ts (incremental part.delta parser), compat.ts (respond_to_user / mark_work_complete).
  */
 import type { Part } from '../types.js';
-import type { Violation } from '../registries/types.js';
+import type { LiveSurfaceView, Violation } from '../registries/types.js';
 
 export const RESPOND_TOOL_NAME = 'respond';
 
@@ -39,9 +39,11 @@ export interface RespondContext {
   /** The calling session and its tenant (what part checks such as the artifact check scope by). */
   sessionId?: string | undefined;
   tenantId?: string | undefined;
+  /** The session's live A2UI surfaces (see PartCheckContext.surfaces). */
+  surfaces?: LiveSurfaceView | undefined;
 }
 
-export type { PartCheck, PartCheckContext } from '../registries/types.js';
+export type { LiveSurfaceView, PartCheck, PartCheckContext } from '../registries/types.js';
 
 /** A growing-text notification while a respond() call is still being written. */
 export interface PartDelta {

@@ -65,6 +65,8 @@ describe.skipIf(!CHROMIUM_OK)('web: a surface deleted and created again', () => 
     surfaceRule('^show$', 'Here it is.', createNote('FIRST')),
     surfaceRule('^again$', 'Here it is again.', createNote('SECOND')),
     surfaceRule('^hide$', 'Hidden.', [{ version: 'v0.9', deleteSurface: { surfaceId: 'note' } }]),
+    // A create of the still-live note is refused (surfaces:live:recreate): the model replaces it, deleteSurface first.
+    { ...surfaceRule('already live', 'Replaced it.', [{ version: 'v0.9', deleteSurface: { surfaceId: 'note' } }, ...createNote('FIRST')]), when: { on: 'rejection' as const, text: 'surface "note" is already live' } },
     {
       when: { on: 'user', text: '^\\[surface action\\] pick on note' },
       respond: { blocks: [{ type: 'tool_use', name: 'respond', input: { turnState: 'complete', parts: [{ text: 'Picked.', metadata: { partType: 'response' } }] } }] },
@@ -142,7 +144,7 @@ describe.skipIf(!CHROMIUM_OK)('web: a surface deleted and created again', () => 
     }
   }, 90_000);
 
-  it('web:surface:reuse — "surfaceId need only be unique among *active* surfaces" (v0.9.1): after a delete, a part creating note again renders it as a surface; a create of a still-live note replaces the old surface (closed in its place) with the new one; the new one\'s button sends its action', async () => {
+  it('web:surface:reuse — "surfaceId need only be unique among *active* surfaces" (v0.9.1): after a delete, a part creating note again renders it as a surface; an actor\'s create of the still-live note is refused (surfaces:live:recreate) and its replace (deleteSurface, then createSurface, in one part) closes the old surface in its place and renders the new one; the new one\'s button sends its action', async () => {
     const problems: string[] = [];
     const p = await openTab(problems);
     try {
@@ -155,14 +157,15 @@ describe.skipIf(!CHROMIUM_OK)('web: a surface deleted and created again', () => 
       await expect(again.getAttribute('class')).resolves.not.toContain('surface-data');
       await expect(noteSurfaces(p).count()).resolves.toBe(1);
 
-      // A create of the still-live note: the new surface replaces the old one.
+      // A create of the still-live note: refused by the runtime, and the model's replace takes its place.
       await sayAndSettle(p, 'show');
+      await expect.poll(async () => (await turnsOf(p)).some((e) => e.type === 'part.received' && e.part.metadata.partType === 'response' && e.part.text === 'Replaced it.')).toBe(true);
       const replacing = p.locator('li.part-a2ui-surface').nth(3);
       await replacing.locator('a2ui-surface[data-surface-id="note"]').getByText('FIRST', { exact: true }).waitFor({ timeout: 10_000 });
       await expect(replacing.getAttribute('class')).resolves.not.toContain('surface-data');
       await expect(noteSurfaces(p).count()).resolves.toBe(1);
       await expect(again.getAttribute('class')).resolves.toContain('surface-closed');
-      await expect(partText(p, 2)).resolves.toMatch(/replaced/i);
+      await expect(partText(p, 2)).resolves.toMatch(/closed/i);
       await expect(p.locator('li.surface-data').count()).resolves.toBe(0);
 
       // The live surface works: its Pick sends the action with its own data.

@@ -18,7 +18,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { routeSurfaceAction } from '../../registries/surface-actions.js';
+import { liveSurfaceProblem, routeSurfaceAction } from '../../registries/surface-actions.js';
 import { TurnstateError } from '../../errors.js';
 import { clipForEcho } from '../../text.js';
 import type { Principal } from '../../types.js';
@@ -323,11 +323,13 @@ class WsConnection implements StreamConnection {
 
   /**
    * A surface click: an approval answer or a follow-up message (registries/surface-actions.ts);
-   * an approve/deny without an approvalId is refused (`frame.invalid`) and nothing is sent.
+   * an approve/deny without an approvalId, or a name, surface or component with a control
+   * character, is refused (`frame.invalid`), and so is a follow-up on a surface the session does
+   * not have live (`surface.not_live`): nothing is sent.
    */
   private async action(frame: Extract<ClientFrame, { type: 'action' }>): Promise<void> {
     const route = routeSurfaceAction(frame.action);
-    if (route.kind === 'invalid') return this.error('frame.invalid', route.message, frame.ref);
+    if (route.kind === 'invalid') return this.error(route.code ?? 'frame.invalid', route.message, frame.ref);
     if (route.kind === 'approval') {
       const answer: Extract<ClientFrame, { type: 'approve' | 'deny' }> = { type: route.approved ? 'approve' : 'deny', approvalId: route.approvalId, sessionId: frame.sessionId };
       // Checked as every channel's reason is (answerApproval: approval.invalid).
@@ -337,6 +339,9 @@ class WsConnection implements StreamConnection {
     }
     const session = await visibleSession(this.ctx.runtime, this.principal, frame.sessionId);
     if (session === undefined) return this.notFound(frame.sessionId, frame.ref);
+    // A click on a surface the session does not show (never emitted, or deleted) is no message.
+    const notLive = liveSurfaceProblem(frame.action, frame.sessionId, await session.surfaces());
+    if (notLive !== undefined) return this.error(notLive.code!, notLive.message, frame.ref, frame.sessionId);
     const turn = await session.send(route.text, { principal: this.principal });
     this.reply(withRef({ type: 'sent', sessionId: frame.sessionId, turnId: turn.turnId, queued: turn.queued }, frame.ref));
   }

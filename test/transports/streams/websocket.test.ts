@@ -4,6 +4,7 @@ import type { ApprovalRecord, Principal, SessionEvent } from '../../../src/types
 import { createTravelRuntime, serve, type Served } from './app.js';
 import { WsClient } from './clients.js';
 import { createStreamsTransport } from '../../../src/transports/streams/index.js';
+import { approvalKind } from '../../../src/registries/index.js';
 
 const ACME = 'acme:ann';
 const ann: Principal = { tenantId: 'acme', userId: 'ann' };
@@ -150,6 +151,17 @@ describe('streams: WebSocket over 127.0.0.1 against the real runtime', () => {
   });
 
   it('ws:action — a surface click (action frame) named deny with a context approvalId answers that approval via websocket; another tenant\'s click is "not found"; any other action becomes a follow-up message', async () => {
+    // The clicks come from the approval's surface, which the session shows (a follow-up names a live surface: surfaces:action:live).
+    const kind = approvalKind('book_flight');
+    if (!srv.runtime.registries.surfaceTemplates.has(kind)) {
+      srv.runtime.registries.surfaceTemplates.register({
+        kind,
+        build: (_data, ctx) => [
+          { version: 'v0.9', createSurface: { surfaceId: ctx.surfaceId, catalogId: ctx.catalogId } },
+          { version: 'v0.9', updateComponents: { surfaceId: ctx.surfaceId, components: [{ id: 'root', component: 'Text', text: 'Book TS101?' }] } },
+        ],
+      });
+    }
     const s = await srv.runtime.createSession({ actor: 'desk', tenantId: 'acme' });
     await (await s.send('find flights to Corfu', { principal: ann })).settled;
     const held = await (await s.send('book the first one', { principal: ann })).settled;
