@@ -10,21 +10,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { closePolicyEvaluators, compileApprovalPolicy, DEFAULT_POLICY_LIMITS } from '../../src/approvals/policy.js';
 import type { PolicyContext } from '../../src/registries/types.js';
 import type { PolicyResult } from '../../src/types.js';
+import { seeded } from '../seeded.js';
 
 const tenant = (id: string): PolicyContext => ({ actor: 'a', session: { id: `s-${id}`, tenantId: id }, turn: { id: 't' }, user: {}, tenant: { id } });
 
 afterAll(() => closePolicyEvaluators());
-
-/** A deterministic generator (mulberry32): the same shapes on every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe('approval-policy evaluator pool under load', () => {
   it('approvals:budget:heap — "later evaluations run on a fresh evaluator": an evaluator whose heap model-chosen shapes grew past half is replaced, and no evaluation, queued or innocent, fails for it (one ran out of its 64 MB)', async () => {
@@ -32,7 +22,7 @@ describe('approval-policy evaluator pool under load', () => {
     const limits = { ...DEFAULT_POLICY_LIMITS, evaluationHeapMb: 48, evaluationTimeoutMs: 2_000 };
     const policy = compileApprovalPolicy('bulk', { autoApproveIf: 'args.l.exists(x, x < 50)' }, undefined, limits);
     const innocent = compileApprovalPolicy('small', { autoApproveIf: 'args.totalCost < 50' }, undefined, limits);
-    const next = random(7);
+    const next = seeded(7);
     const leaves = [1, 'x', true, null, 1.5];
     // cel-js names (and keeps, for good) the runtime type of every nested shape a policy compares.
     const shape = (): unknown => {

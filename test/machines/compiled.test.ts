@@ -14,22 +14,12 @@ import { compiledSessionRun, createSessionMachine, sessionActionSpecs, type Sess
 import { createRuntime } from '../../src/runtime.js';
 import { createScriptedModel } from '../../src/models/scripted.js';
 import { MACHINE_INPUT, registerConsumerStates } from './graph-fixtures.js';
+import { seeded } from '../seeded.js';
 
 const registries = createRegistries();
 registerConsumerStates(registries);
 const machine = createSessionMachine(registries.turnStates);
 const stateIds = registries.turnStates.list().map((d) => d.id);
-
-/** A small seeded generator (mulberry32): the walks are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Every kind of event the host can send, in any state (most are ignored where they do not apply). */
 function anyEvent(r: () => number): SessionMachineEvent {
@@ -97,7 +87,7 @@ describe('compiled session machine', () => {
     let moved = 0;
     const visited = new Set<string>();
     for (let w = 0; w < 400; w++) {
-      const r = rng(1000 + w);
+      const r = seeded(1000 + w);
       const p = pair();
       const trail: string[] = [];
       for (let i = 0; i < 40; i++) {
@@ -136,7 +126,7 @@ describe('compiled session machine', () => {
   });
 
   it('compiled:persisted — persisted snapshots have XState\'s shape: an actor restores the run\'s, a run restores the actor\'s, and both go on alike', () => {
-    const r = rng(7);
+    const r = seeded(7);
     for (let w = 0; w < 60; w++) {
       const p = pair();
       for (let i = 0; i < 12; i++) p.send(i === 0 ? { type: 'START', turnId: 't' } : anyEvent(r));
