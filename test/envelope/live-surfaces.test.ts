@@ -176,3 +176,40 @@ describe('surfaces: live surfaces across turns', () => {
     await b.close();
   });
 });
+
+describe('surfaces:a2ui:drawn-data across turns', () => {
+  it('surfaces:a2ui:drawn-data — "the same bound holds for the surface\'s data as a later part updates it": a live List grown by an updateDataModel alone past 5,000 drawn components is refused; a small growth passes', async () => {
+    const list = (id: string) => ({
+      version: V,
+      updateComponents: {
+        surfaceId: id,
+        components: [
+          { id: 'root', component: 'List', children: { componentId: 'row', path: '/rows' } },
+          { id: 'row', component: 'Text', text: { path: 'name' } },
+        ],
+      },
+    });
+    const rows = (n: number) => Array.from({ length: n }, (_, i) => ({ name: `row ${i}` }));
+    const script: ModelScript = {
+      rules: [
+        onUser('^show', respond('shown', surf(create('rows'), list('rows'), dm('rows', rows(3), '/rows')))),
+        onUser('^grow a little', respond('grew', surf(dm('rows', rows(30), '/rows')))),
+        onUser('^grow a lot', respond('grew a lot', surf(dm('rows', rows(30_000), '/rows')))),
+        onRejection('draws more than 5000', respond('too many rows')),
+      ],
+    };
+    const rt = createRuntime({ model: createScriptedModel(script) });
+    rt.registries.actors.register({ name: 'ui', system: 'x' });
+    const s = await rt.createSession({ actor: 'ui' });
+    for (const say of ['show', 'grow a little', 'grow a lot']) expect((await (await s.send(say)).settled).finalizedBy).toBe('complete');
+    const refused = rejections(await s.mailbox());
+    expect(refused).toHaveLength(1);
+    expect(refused[0]).toMatch(/draws more than 5000 components in surface "rows"/);
+    expect(refused[0]).toMatch(/30000 elements of the array at "\/rows"/);
+    // What the client holds: 30 rows, never 30,000.
+    const events = await rt.store.readEvents(s.id, 0);
+    const client = oneClient(events);
+    expect((client.model.getSurface('rows')?.dataModel.get('/rows') as unknown[]).length).toBe(30);
+    await rt.close();
+  });
+});
