@@ -7,6 +7,8 @@
  * Contract: pure; never throws on JSON data or on a template's object graph (shared objects,
  * cycles); `undefined` when the message is within the bound.
  */
+import { isObject, type Obj } from './json-object.js';
+
 /** A problem at a JSON Pointer (a2ui.ts's A2uiProblem; declared here so the two do not import each other). */
 export interface DepthProblem {
   path: string;
@@ -23,8 +25,6 @@ export interface DepthProblem {
  */
 export const MAX_SURFACE_DATA_DEPTH = 128;
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 
 /**

@@ -20,6 +20,7 @@
  * for a list within the bound. Called on lists a2ui.ts accepted, never throws on them.
  */
 import { DataModel } from '@a2ui/web_core/v0_9';
+import { isObject, type Obj } from './json-object.js';
 
 /** A problem at a JSON Pointer (a2ui.ts's A2uiProblem; declared here so the two do not import each other). */
 export interface DrawnProblem {
@@ -27,8 +28,6 @@ export interface DrawnProblem {
   message: string;
 }
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** A component as applied to its surface, and the path of the message item that gave it (a2ui.ts's Placed). */
 export interface PlacedComponent {

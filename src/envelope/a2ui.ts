@@ -39,6 +39,7 @@ import { A2UI_BASIC_CATALOG_ID } from '../registries/surface-templates.js';
 import type { LiveSurfaceView } from '../registries/types.js';
 import { dataDepthProblem, MAX_SURFACE_DATA_DEPTH } from './a2ui-data-depth.js';
 import { liveGraph, notCreated } from './live-surfaces.js';
+import { isObject, type Obj } from './json-object.js';
 
 export { MAX_SURFACE_DATA_DEPTH };
 
@@ -77,8 +78,6 @@ export const MAX_SURFACE_DEPTH = 64;
  */
 export const MAX_SURFACE_DRAWN = 5_000;
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 const seg = (s: string | number): string => String(s).replace(/~/g, '~0').replace(/\//g, '~1');
 const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${seg(p)}`).join('');
 

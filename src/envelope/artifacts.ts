@@ -11,6 +11,7 @@ import { TurnstateError } from '../errors.js';
 import { clipForEcho } from '../text.js';
 import type { ArtifactRef, ToolArtifacts } from '../registries/types.js';
 import type { PartCheck, PartCheckContext } from '../registries/types.js';
+import { isObject, type Obj } from './json-object.js';
 
 const encoder = new TextEncoder();
 
@@ -42,8 +43,6 @@ export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId:
   };
 }
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** The fields an artifact part carries: the stored record's, nothing else. */
 const PART_FIELDS: readonly string[] = ['artifactId', 'mimeType', 'sizeBytes', 'name'];

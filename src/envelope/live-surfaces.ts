@@ -15,9 +15,8 @@
 import { DataModel } from '@a2ui/web_core/v0_9';
 import type { LiveSurfaceView } from '../registries/types.js';
 import type { SessionEvent } from '../types.js';
+import { isObject, type Obj } from './json-object.js';
 
-type Obj = Record<string, unknown>;
-const isObject = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 interface LiveSurface {
   /** The createSurface body (surfaceId, catalogId, theme, sendDataModel). */
