@@ -8,6 +8,7 @@
  * cycles); `undefined` when the message is within the bound.
  */
 import { isObject, type Obj } from './json-object.js';
+import { escapeSegment } from './pointer.js';
 
 /** A problem at a JSON Pointer (a2ui.ts's A2uiProblem; declared here so the two do not import each other). */
 export interface DepthProblem {
@@ -25,7 +26,7 @@ export interface DepthProblem {
  */
 export const MAX_SURFACE_DATA_DEPTH = 128;
 
-const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${String(p).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${escapeSegment(String(p))}`).join('');
 
 /**
  * The first container of `message` past MAX_SURFACE_DATA_DEPTH (surfaces:a2ui:data-depth): in an

@@ -40,6 +40,7 @@ import type { LiveSurfaceView } from '../registries/types.js';
 import { dataDepthProblem, MAX_SURFACE_DATA_DEPTH } from './a2ui-data-depth.js';
 import { liveGraph, notCreated } from './live-surfaces.js';
 import { isObject, type Obj } from './json-object.js';
+import { escapeSegment } from './pointer.js';
 
 export { MAX_SURFACE_DATA_DEPTH };
 
@@ -78,7 +79,7 @@ export const MAX_SURFACE_DEPTH = 64;
  */
 export const MAX_SURFACE_DRAWN = 5_000;
 
-const seg = (s: string | number): string => String(s).replace(/~/g, '~0').replace(/\//g, '~1');
+const seg = (s: string | number): string => escapeSegment(String(s));
 const pointer = (base: string, path: readonly (string | number)[]): string => base + path.map((p) => `/${seg(p)}`).join('');
 
 function valueAt(root: unknown, path: readonly (string | number)[]): unknown {

@@ -12,6 +12,7 @@ import { clipForEcho } from '../text.js';
 import type { ArtifactRef, ToolArtifacts } from '../registries/types.js';
 import type { PartCheck, PartCheckContext } from '../registries/types.js';
 import { isObject, type Obj } from './json-object.js';
+import { escapeSegment } from './pointer.js';
 
 const encoder = new TextEncoder();
 
@@ -48,7 +49,7 @@ export function toolArtifacts(store: ArtifactStore, sessionId: string, tenantId:
 const PART_FIELDS: readonly string[] = ['artifactId', 'mimeType', 'sizeBytes', 'name'];
 
 /** A JSON Pointer token for a field name (RFC 6901). */
-const pointer = (key: string): string => `/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+const pointer = (key: string): string => `/${escapeSegment(key)}`;
 
 const show = (v: unknown): string => (typeof v === 'string' ? JSON.stringify(clipForEcho(v, 64)) : clipForEcho(String(JSON.stringify(v) ?? typeof v), 64));
 
